@@ -30,6 +30,7 @@ import * as HardStop from "./HardStop.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
+import * as TaskToolText from "./TaskToolText.js"
 
 /** The name of the tool. */
 export const TASK_TOOL = DurableContext.TASK_TOOL
@@ -131,16 +132,9 @@ export const cutWarning = (
 
 /** The arguments of `task`. */
 export const TaskArgs = Schema.Struct({
-  description: Schema.String.annotations({
-    description: "A short (3-5 words) description of the task, shown to the user. ALWAYS PROVIDE THIS PARAMETER FIRST."
-  }),
-  prompt: Schema.String.annotations({
-    description: "Everything the subagent needs to do the task on its own: the goal, the context, the files " +
-      "involved, what to return. It does not see this conversation."
-  }),
-  subagent_type: Schema.String.annotations({
-    description: "Which subagent runs the task (see the list in the system prompt), e.g. general-purpose."
-  })
+  description: Schema.String.annotations({ description: TaskToolText.ARGS.description }),
+  prompt: Schema.String.annotations({ description: TaskToolText.ARGS.prompt }),
+  subagent_type: Schema.String.annotations({ description: TaskToolText.ARGS.subagent_type })
 })
 
 /** Options of the `task` tool. */
@@ -158,11 +152,8 @@ const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString
 export const taskTool = (options: TaskOptions): Tool.Tool<typeof TaskArgs.Type> =>
   Tool.make({
     name: TASK_TOOL,
-    description: "Delegate a self-contained task to a subagent that works in the same sandbox (same files) with " +
-      "its own context, and wait for its result. The subagent cannot see this conversation: put everything it " +
-      "needs in `prompt`. Task calls in one response run in parallel: never split dependent steps across " +
-      "them (keep such a chain in one task). Use it only when delegating clearly helps (see the subagent " +
-      "section of the system prompt).",
+    // DeerFlow's words (TaskToolText)
+    description: TaskToolText.DESCRIPTION,
     parameters: TaskArgs,
     handler: (args, call) =>
       Effect.gen(function*() {

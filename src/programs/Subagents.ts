@@ -63,6 +63,7 @@ import * as SystemPrompt from "./SystemPrompt.js"
 import * as SubagentGatedTools from "./SubagentGatedTools.js"
 import { outcomeOf, usageOf } from "./SubagentOutcome.js"
 import * as ToolAssembly from "./ToolAssembly.js"
+import * as SubagentBuiltinText from "./SubagentBuiltinText.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The registry
@@ -131,19 +132,14 @@ export const registry = (
     })
   out.set(GENERAL_PURPOSE, builtin({
     name: GENERAL_PURPOSE,
-    description: "A capable agent for self-contained, multi-step tasks that need both exploring and acting: " +
-      "research, analysis, writing or changing files. Use it when a bounded part of the work clearly benefits " +
-      "from a context of its own (an independent part, or a dependent chain kept whole), not merely because " +
-      "the work is complex or sequential.",
+    description: SubagentBuiltinText.GENERAL_PURPOSE_DESCRIPTION,
     systemPrompt: SubagentPrompt.GENERAL_PURPOSE_PROMPT,
     maxTurns: 150
   }))
   if (options.bash) {
     out.set(BASH, builtin({
       name: BASH,
-      description: "A command-line specialist for a bounded series of shell commands whose long output or " +
-        "intermediate state would otherwise fill your context. Routine git, build, test or deploy commands are " +
-        "not reason enough to delegate: run them with bash yourself.",
+      description: SubagentBuiltinText.BASH_DESCRIPTION,
       systemPrompt: SubagentPrompt.BASH_PROMPT,
       tools: ["bash", "ls", "read_file", "write_file", "str_replace"],
       maxTurns: 60

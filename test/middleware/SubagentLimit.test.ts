@@ -169,7 +169,15 @@ describe("SubagentLimit in a run", () => {
         Object.keys((definition.parameters as any).properties),
         ["description", "prompt", "subagent_type"]
       )
-      // DeerFlow test_subagent_routing_prompt.py: its description keeps dependent steps in one task
-      assert.include(definition.description, "never split dependent steps across them (keep such a chain in one task)")
+      // DeerFlow test_subagent_routing_prompt.py::test_general_purpose_and_task_descriptions_match_routing_policy and
+      // ::test_bash_descriptions_require_benefit_beyond_routine_commands: its description keeps dependent steps in one
+      // task and asks for a benefit
+      assert.include(definition.description, "expected benefit")
+      assert.include(definition.description, "independent")
+      assert.include(definition.description, "Splitting dependent steps across parallel subagents")
+      assert.include(
+        definition.description,
+        "Routine git, build, test, or deploy operations are not sufficient reason to delegate"
+      )
     })))
 })

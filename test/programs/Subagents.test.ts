@@ -65,11 +65,16 @@ describe("the subagent registry", () => {
     assert.isFalse(Subagents.registry(config, { bash: false }).has("bash"))
     // DeerFlow test_subagent_prompt_security.py::test_build_subagent_section_includes_bash_when_available: the
     // lead reads that routine commands are not a reason to delegate to bash
-    assert.include(registry.get("bash")!.description, "Routine git, build, test or deploy commands are not reason")
+    assert.include(
+      registry.get("bash")!.description,
+      "Routine git, build, test, or deploy operations are not sufficient reason to delegate"
+    )
+    assert.include(registry.get("bash")!.systemPrompt, "Execute commands one at a time when they depend on each other")
     // DeerFlow test_subagent_routing_prompt.py::test_general_purpose_and_task_descriptions_match_routing_policy:
     // a dependent chain may go whole to one subagent; being sequential is no reason either way
-    assert.include(gp.description, "a dependent chain kept whole")
-    assert.include(gp.description, "not merely because the work is complex or sequential")
+    assert.include(gp.description, "clear delegation benefit")
+    assert.include(gp.description, "merely because it is sequential")
+    assert.include(gp.description, "bounded dependent chain may still be delegated")
   })
 
   it("defaults: general-purpose 150 turns, bash 60, 1800 s; the token budget on, 2M (1M with summarization)", () => {

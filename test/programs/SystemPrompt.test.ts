@@ -151,10 +151,11 @@ describe("SystemPrompt", () => {
   // ::test_general_purpose_subagent_prompt_mentions_workspace_relative_paths / ..._prohibits_task_tool
   it("the built-in subagents' prompts: the workspace is where relative paths start, and no task tool", () => {
     for (const prompt of [SubagentPrompt.GENERAL_PURPOSE_PROMPT, SubagentPrompt.BASH_PROMPT]) {
-      assert.include(prompt, "/mnt/user-data/workspace: the working directory. Relative paths start here")
-      assert.include(prompt, "hello.txt is a file here; ../uploads/input.csv and ../outputs/result.md reach")
+      assert.include(prompt, "Treat `/mnt/user-data/workspace` as the default working directory")
+      assert.include(prompt, "such as `hello.txt`, `../uploads/input.csv`, and `../outputs/result.md`")
     }
-    assert.include(SubagentPrompt.GENERAL_PURPOSE_PROMPT, "You cannot delegate: there is no task tool for you")
+    assert.include(SubagentPrompt.GENERAL_PURPOSE_PROMPT, "You are a subagent - the `task` tool is NOT available to you.")
+    assert.include(SubagentPrompt.GENERAL_PURPOSE_PROMPT, "You must NEVER attempt to call `task`")
     assert.notInclude(SubagentPrompt.GENERAL_PURPOSE_PROMPT, "disallowed")
   })
 

@@ -33,7 +33,8 @@ const textOf = (m: { readonly [key: string]: unknown }): string =>
   typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
 
 const isSubagent = (body: ChatRequestBody) =>
-  body.messages[0]?.role === "system" && textOf(body.messages[0]).includes("The lead agent gave you one task")
+  body.messages[0]?.role === "system" &&
+  textOf(body.messages[0]).startsWith("You are a general-purpose subagent working on a delegated task.")
 
 const answers = (body: ChatRequestBody) => body.messages.filter((m) => m.role === "assistant").length
 

@@ -47,7 +47,10 @@ const sender = (body: ChatRequestBody): string => {
   const users = body.messages.filter((m) => m.role === "user").map(textOf)
   if (users.some((t) => t.includes("You are compacting the history"))) return "summary"
   const system = body.messages[0]?.role === "system" ? textOf(body.messages[0]) : ""
-  if (!system.includes("The lead agent gave you one task")) return "lead"
+  // (general-purpose's DeerFlow prompt, or the custom types' of these tests)
+  const subagent = system.startsWith("You are a general-purpose subagent working on a delegated task.") ||
+    system.includes("The lead agent gave you one task")
+  if (!subagent) return "lead"
   const tag = users.join("\n").match(/TASK-[A-Z0-9]+/)
   return tag?.[0] ?? "unknown-subagent"
 }

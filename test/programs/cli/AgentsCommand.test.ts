@@ -34,7 +34,8 @@ const script = (body: ChatRequestBody): Turn => {
   const system = body.messages[0]?.role === "system" ? textOf(body.messages[0]) : ""
   const user = lastUser(body)
   const step = body.messages.filter((m) => m.role === "assistant").length
-  if (system.includes("The lead agent gave you one task")) {
+  // the general-purpose subagent (DeerFlow's prompt)
+  if (system.startsWith("You are a general-purpose subagent working on a delegated task.")) {
     return step === 0
       ? {
         toolCalls: [{ id: "w1", name: "write_file", arguments: { description: "save", path: "notes.md", content: "n" } }]
