@@ -5,11 +5,11 @@
  * - The runtime merge: LangGraph's `configurable` and `context` as one settings object, `context` winning,
  *   keys starting with `__` (internal) dropped; decoded with Schema (a bad value is a typed, readable error;
  *   `RuntimeSettings`).
- * - Model resolution (`RunResolution`): the requested model (`model_name` or `model`), else the agent's, else the default
- *   (the first configured model). An unknown name is a warning and the default is used (DeerFlow falls
+ * - Model resolution (`RunResolution`): the requested model (`model_name` or `model`), else the agent's, else the
+ *   default (the first configured model). An unknown name is a warning and the default is used (DeerFlow falls
  *   back silently). No configured model at all is DeerFlow's error, `NoModelsError`, for every run. Thinking
- *   follows the request when it says so, else the agent, else on; a model that
- *   does not support thinking or reasoning effort gets neither, with a warning.
+ *   follows the request when it says so, else the agent, else on; a model that does not support thinking or
+ *   reasoning effort gets neither, with a warning.
  * - Tools come from `ToolAssembly` (configured tools filtered by the agent's tool groups, built-ins, the app's
  *   MCP tools, deferred behind `tool_search` when enabled); its warnings (a tool left out, an MCP server that
  *   failed) come with every run of the agent, and an agent that misses a failed MCP server's tools is built

@@ -1,8 +1,9 @@
 /**
- * The thread store a run given request secrets (`RunOptions.secrets`) writes through: its checkpoints and its records
- * kept with every value hidden (itself, URL-encoded, JSON-escaped, hex or base64: `Redact.make`, `encoded`). A
- * tool's result is masked before the thread sees it, but the model may write a value out (one it decoded from a form nothing masks), and the store
- * hides only the process's secrets: the thread, its history and the database kept it, where the run's stream hid it.
+ * The thread store a run given request secrets (`RunOptions.secrets`) writes through: its checkpoints and its
+ * records kept with every value hidden (itself, URL-encoded, JSON-escaped, hex or base64: `Redact.make`, `encoded`).
+ * A tool's result is masked before the thread sees it, but the model may write a value out (one it decoded from a
+ * form nothing masks), and the store hides only the process's secrets: the thread, its history and the database kept
+ * it, where the run's stream hid it.
  */
 import * as Effect from "effect/Effect"
 import * as Redact from "../state/Redact.js"
