@@ -22,7 +22,8 @@ const logs = captureLogs("Warning")
 
 
 // the scenario a request is about: the `[key]` its thread's question (or goal) names
-const keyOf = (body: ChatRequestBody) => /\[([a-z-]+)\]/.exec(JSON.stringify(body.messages))?.[1] ?? ""
+const keyOf = (body: ChatRequestBody) =>
+  /\[([a-z-]+)\]/.exec(JSON.stringify(body.messages.filter((m) => m.role !== "system")))?.[1] ?? ""
 const judged = new Map<string, number>()
 
 const evaluatorTurn = (key: string, call: number): Turn => {

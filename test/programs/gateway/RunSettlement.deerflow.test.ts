@@ -20,7 +20,8 @@ import type { SseEvent, TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const OUT = "/mnt/user-data/outputs"
-const keyOf = (body: ChatRequestBody) => /\[([a-z-]+)\]/.exec(JSON.stringify(body.messages))?.[1] ?? ""
+const keyOf = (body: ChatRequestBody) =>
+  /\[([a-z-]+)\]/.exec(JSON.stringify(body.messages.filter((m) => m.role !== "system")))?.[1] ?? ""
 const toolResults = (body: ChatRequestBody) =>
   body.messages.slice(body.messages.findLastIndex((m) => m.role === "user")).filter((m) => m.role === "tool").length
 const write = (path: string) => ({ name: "write_file", arguments: { description: "file", path, content: "# Deer\n" } })
