@@ -269,12 +269,12 @@ export const make = (options: Options = {}) =>
     ) =>
       building.withPermits(1)(Effect.suspend(() => {
         // (an agent whose MCP servers were listed with the run's request secrets is that run's: never kept, see
-        // `ToolAssembly.Options.run`; one of a run given some secrets is not one of a run given others or none)
+        // `ToolAssembly.Options.run`; one of a run given some is not one of a run given none)
         const given = SkillSecrets.entries(secrets)
-        // (and its reasons for the tools of servers it lacks name the secrets the run did not give: by their names)
-        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision, role ?? null, [
-          ...given.keys()
-        ].sort()])
+        // (by whether the run gave any, never by their names, which users choose: an agent of a run whose servers
+        // naming request secrets were asked for with them is not kept at all, `incomplete`)
+        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision, role ?? null]) +
+          (given.size > 0 ? "+secrets" : "")
         const known = built.get(key)
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {

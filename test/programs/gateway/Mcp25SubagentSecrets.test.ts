@@ -98,6 +98,18 @@ describe("a subagent of a run given an MCP server's request secret", () => {
     assert.notInclude(JSON.stringify(run.requests), SECRET)
   }, SLOW)
 
+  it("after a subagent of a run given another secret, is still offered the server's tools (agents kept by name)",
+    async () => {
+    // (a subagent of a run given only OTHER_TOKEN: built without the server, which lists only with ERP_TOKEN)
+    const other = await delegate({ secrets: { OTHER_TOKEN: "other-token-25-0123456789" } })
+    for (const r of other.sub) assert.deepStrictEqual(toolNames(r).filter((n) => n.startsWith("erp_")), [])
+    const run = await delegate({ secrets: { ERP_TOKEN: SECRET } })
+    assert.include(toolNames(run.sub[0]!), "erp_whoami")
+    const said = contentText(run.sub.at(-1)!.messages.at(-1)!.content as never)
+    assert.include(said, `rev:[${reversed(`Bearer ${SECRET}`)}]`)
+    assert.notInclude(JSON.stringify(run.requests), SECRET)
+  }, SLOW)
+
   it("of a run without it, has none of its tools, and its call of one is answered with why", async () => {
     const run = await delegate({})
     assert.isAbove(run.sub.length, 0)
