@@ -18,7 +18,8 @@ export const hiding = (
   store: ThreadStore["Type"],
   secrets: SkillSecrets.RequestSecrets | undefined
 ): ThreadStore["Type"] => {
-  const redact = Redact.make(SkillSecrets.withLines(SkillSecrets.entries(secrets).values()), { encoded: true })
+  // (the run's redactor without the process's secrets, which the store below hides already)
+  const redact = SkillSecrets.runRedactor(Redact.make(), secrets)
   if (redact.secrets.length === 0) return store
   const updatesOf = <A>(updates: A): A => redact.value(updates)
   return {

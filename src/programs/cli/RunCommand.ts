@@ -21,7 +21,6 @@ import * as TraceContext from "../../services/TraceContext.js"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
 import * as Tracing from "../../services/Tracing.js"
 import * as M from "../../state/Message.js"
-import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode, fail } from "./CliCommand.js"
@@ -179,10 +178,8 @@ const command = Command.make(
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const tracing = OtelTracing.settings(app.config.tracing)
       const secrets = [...yield* App.toolSecrets(app), ...OtelTracing.secrets(tracing)]
-      // (the request's secrets, each line of one of several lines, in their encoded forms too, as a gateway run's:
-      // `Redact.also`)
-      const runSecrets = SkillSecrets.withLines(SkillSecrets.entries(requestSecrets).values())
-      const redact = Redact.also(App.redactor(choice.models, env, secrets), runSecrets)
+      // (the request's secrets, each line of one of several lines, in their encoded forms too, as a gateway run's)
+      const redact = SkillSecrets.runRedactor(App.redactor(choice.models, env, secrets), requestSecrets)
       const invocation = CliCommand.invocation()
       const runId = M.newId()
       const settings = runSettings(choice.name, {
