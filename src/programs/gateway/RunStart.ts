@@ -86,7 +86,8 @@ export const make = (deps: Deps): Starter => {
       // processes of one PostgreSQL database; the rest of its input is in its record, kept at its launch. The
       // admission is not interrupted: what it reserves is freed.)
       const limits = request.resumes === undefined ? options.storageLimits : undefined
-      const firstStep = StorageQuota.firstStepBytes(request.messages)
+      // (measured only under quotas: a run without them pays nothing)
+      const firstStep = limits === undefined ? 0 : StorageQuota.firstStepBytes(request.messages)
       const reserved = limits === undefined ? QuotaReservations.NONE : yield* reservations.admit(store, limits, {
         userId: request.userId,
         threadId: request.threadId,
