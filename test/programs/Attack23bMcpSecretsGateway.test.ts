@@ -6,7 +6,6 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
@@ -36,17 +35,10 @@ const script = (body: ChatRequestBody): Turn => {
 }
 
 beforeAll(async () => {
-  const dir = Support.tempDir("antler-mcp-secret-stderr-")
   const picky = { type: "stdio", command: process.execPath, args: ["-e", START, "x", "stdio"], env: {
     ERP_TOKEN: "${secret:ERP_TOKEN}"
   } }
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({ mcpServers: { picky }, skills: {} }))
-  gateway = await Support.start({
-    script,
-    source: Path.join(dir, "config.yaml"),
-    config: { gateway: Support.twoUsers },
-    logger: logs.capture
-  })
+  gateway = await Support.startOverMcp("antler-mcp-secret-stderr-", { picky }, { script, logger: logs.capture })
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop()

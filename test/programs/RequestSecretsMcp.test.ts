@@ -166,19 +166,12 @@ const script = (body: ChatRequestBody): Turn => {
 }
 
 beforeAll(async () => {
-  const dir = Support.tempDir("antler-mcp-secret-gw-")
-  echoLog = Path.join(dir, "echo.log")
+  echoLog = Path.join(Support.tempDir("antler-mcp-secret-gw-"), "echo.log")
   http = await startHttpEcho(echoLog)
-  Fs.writeFileSync(
-    Path.join(dir, "extensions_config.json"),
-    JSON.stringify({ mcpServers: { local: stdioEcho(echoLog), remote: httpEcho(http.url) }, skills: {} })
-  )
-  gateway = await Support.start({
-    script,
-    source: Path.join(dir, "config.yaml"),
-    config: { gateway: Support.twoUsers },
-    logger: logs.capture
-  })
+  gateway = await Support.startOverMcp("antler-mcp-secret-gw-", {
+    local: stdioEcho(echoLog),
+    remote: httpEcho(http.url)
+  }, { script, logger: logs.capture })
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop()

@@ -13,7 +13,6 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
@@ -84,21 +83,10 @@ const script = (body: ChatRequestBody): Turn => {
 }
 
 beforeAll(async () => {
-  const dir = Support.tempDir("antler-attack24-secrets-")
   const forms = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", ECHO] }
-  Fs.writeFileSync(
-    Path.join(dir, "extensions_config.json"),
-    JSON.stringify({
-      mcpServers: { forms: { ...Servers.server(forms), env: { ERP_TOKEN: "${secret:ERP_TOKEN}" } } },
-      skills: {}
-    })
-  )
-  gateway = await Support.start({
-    script,
-    source: Path.join(dir, "config.yaml"),
-    config: { gateway: Support.twoUsers },
-    logger: logs.capture
-  })
+  gateway = await Support.startOverMcp("antler-attack24-secrets-", {
+    forms: { ...Servers.server(forms), env: { ERP_TOKEN: "${secret:ERP_TOKEN}" } }
+  }, { script, logger: logs.capture })
 }, SLOW)
 afterAll(() => gateway?.stop())
 

@@ -7,7 +7,6 @@
  * other. A real stdio MCP server, through the gateway.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
@@ -44,26 +43,14 @@ const bob = Requests.as(() => gateway, Support.BOB)
 const script = (body: ChatRequestBody): Turn => `You said: ${Support.lastUserText(body)}`
 
 beforeAll(async () => {
-  const dir = Support.tempDir("antler-attack25-lock-")
-  Fs.writeFileSync(
-    Path.join(dir, "extensions_config.json"),
-    JSON.stringify({
-      mcpServers: {
-        erp: {
-          type: "stdio",
-          command: process.execPath,
-          args: ["--input-type=module", "-e", GATED],
-          env: { ERP_TOKEN: "${secret:ERP_TOKEN}" }
-        }
-      },
-      skills: {}
-    })
-  )
-  gateway = await Support.start({
-    script,
-    source: Path.join(dir, "config.yaml"),
-    config: { gateway: Support.twoUsers }
-  })
+  gateway = await Support.startOverMcp("antler-attack25-lock-", {
+    erp: {
+      type: "stdio",
+      command: process.execPath,
+      args: ["--input-type=module", "-e", GATED],
+      env: { ERP_TOKEN: "${secret:ERP_TOKEN}" }
+    }
+  }, { script })
   // (a first run: the shared listing, which fails without the secret, is made and remembered)
   const first = await bob("POST", "/runs/wait", { assistant_id: "lead_agent", input: Support.userInput("warm") })
   assert.strictEqual(first.status, 200, first.text)

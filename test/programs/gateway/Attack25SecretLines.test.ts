@@ -8,7 +8,6 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
@@ -40,17 +39,10 @@ const script = (body: ChatRequestBody): Turn => {
 }
 
 beforeAll(async () => {
-  const dir = Support.tempDir("antler-attack25-lines-")
   const echo = { type: "stdio", command: process.execPath, args: [ECHO, "stdio"] }
-  Fs.writeFileSync(
-    Path.join(dir, "extensions_config.json"),
-    JSON.stringify({ mcpServers: { echo: { ...echo, env: { ERP_TOKEN: "${secret:ERP_KEY}" } } }, skills: {} })
-  )
-  gateway = await Support.start({
-    script,
-    source: Path.join(dir, "config.yaml"),
-    config: { gateway: Support.twoUsers }
-  })
+  gateway = await Support.startOverMcp("antler-attack25-lines-", {
+    echo: { ...echo, env: { ERP_TOKEN: "${secret:ERP_KEY}" } }
+  }, { script })
 }, SLOW)
 afterAll(() => gateway?.stop())
 

@@ -242,6 +242,20 @@ export const startTwoUsers = async (
   }
 }
 
+/**
+ * A test gateway with the two token users alice and bob over the MCP servers `mcpServers` (the extensions_config.json
+ * beside its configuration, no skills), `options.config` merged beside the users.
+ */
+export const startOverMcp = (
+  prefix: string,
+  mcpServers: Record<string, unknown>,
+  options: Omit<StartOptions, "source" | "config"> & { readonly config?: Record<string, unknown> }
+): Promise<TestGateway> => {
+  const dir = tempDir(prefix)
+  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({ mcpServers, skills: {} }))
+  return start({ ...options, source: Path.join(dir, "config.yaml"), config: { gateway: twoUsers, ...options.config } })
+}
+
 /** The text of the last user message a scripted model was sent. */
 export const lastUserText = (body: ScriptedChatServer.ChatRequestBody): string => {
   return messageText(body.messages.filter((m) => m.role === "user").at(-1) ?? {})
