@@ -229,9 +229,9 @@ export const make = (options: Options = {}) =>
     const scope = yield* Effect.scope
     const pool = options.pool ?? (yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3)))
     const building = yield* Effect.makeSemaphore(1)
-    // each built agent with the sections its deferred tools add to its prompt
+    // each built agent with its system prompt, made once with it
     // (`unknown`: why a tool is not the subagent's, for a server listing its tools only with request secrets)
-    type Built = { ports: Context.Context<Ports>; toolSections: string; unknown: SubagentGatedTools.Why | undefined }
+    type Built = { ports: Context.Context<Ports>; prompt: string; unknown: SubagentGatedTools.Why | undefined }
     const built = new Map<string, Either.Either<Built, string>>()
     const bash = options.bash ?? (yield* LocalSandbox.bashMode(app)).mode !== "disabled"
     const configs = registry(app.config, { bash })
@@ -322,10 +322,23 @@ export const make = (options: Options = {}) =>
             [...names],
             servers
           ))
+          const promptTools = [...shown, ...(deferred === undefined ? [] : [DeferredToolFilter.TOOL_NAME])]
           const toolSections = SystemPrompt.toolSearchSections({
-            tools: [...shown, ...(deferred === undefined ? [] : [DeferredToolFilter.TOOL_NAME])],
+            tools: promptTools,
             deferredTools: deferred?.tools.map((t) => t.name),
             mcpRoutingHints: assembly.routingHints.filter((h) => shown.has(h.tool))
+          })
+          // the skills it may use (DeerFlow's _load_skills: the enabled ones, limited to its allowlist), listed in its
+          // prompt in the lead's words; with deferred discovery and any, it has describe_skill (its SkillActivation's)
+          const usable = skills === undefined ? allSkills : allSkills.filter((s) => skills.includes(s.name))
+          const deferredDiscovery = app.config.skills.deferred_discovery
+          const prompt = SubagentPrompt.subagentPrompt({
+            systemPrompt: config.systemPrompt,
+            skills: usable,
+            skillsContainer: container,
+            deferredDiscovery,
+            tools: [...promptTools, ...(deferredDiscovery && usable.length > 0 ? ["describe_skill"] : [])],
+            toolSections
           })
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
@@ -337,7 +350,7 @@ export const make = (options: Options = {}) =>
             tokenBudget: config.tokenBudget,
             skills: skillRegistry,
             skillAllowlist: skills,
-            usableSkills: (skills === undefined ? allSkills : allSkills.filter((s) => skills.includes(s.name))).length,
+            usableSkills: usable.length,
             vision,
             deferred,
             configured: configured?.entries
@@ -357,27 +370,12 @@ export const make = (options: Options = {}) =>
           )
           const result = Either.match(ports, {
             onLeft: (error) => Either.left(String((error as { message?: unknown }).message ?? error)),
-            onRight: (ports) => Either.right({ ports, toolSections, unknown })
+            onRight: (ports) => Either.right({ ports, prompt, unknown })
           })
           if (!assembly.incomplete) built.set(key, result)
           return result
         }).pipe(Effect.provide(services))
       }))
-
-    const promptOf = (
-      config: SubagentConfig,
-      parentSkills: ReadonlyArray<string> | undefined,
-      toolSections: string
-    ) => {
-      const allowed = effectiveSkills(parentSkills, config.skills)
-      const skills = allowed === undefined ? allSkills : allSkills.filter((s) => allowed.includes(s.name))
-      const skillsSection = app.config.skills.deferred_discovery
-        ? SubagentPrompt.subagentSkillIndexSection(skills, container)
-        : SubagentPrompt.subagentSkillsSection(skills, container)
-      return [config.systemPrompt, skillsSection, toolSections]
-        .filter((part) => part !== "")
-        .join("\n\n")
-    }
 
     const run = (request: TaskRequest): Effect.Effect<Outcome, never, RunContext | RunState | RunEvents> =>
       Effect.gen(function*() {
@@ -458,7 +456,7 @@ export const make = (options: Options = {}) =>
             runId: parent.runId,
             userId: parent.userId,
             input: [M.human(request.prompt)],
-            systemPrompt: promptOf(config, request.skills, agent.right.toolSections),
+            systemPrompt: agent.right.prompt,
             unknownTool: agent.right.unknown,
             options: {
               modelName,

@@ -217,6 +217,21 @@ const skillsSection = (o: PromptOptions) => {
   return added === "" ? section : `${section.slice(0, -close.length)}${added}${close}`
 }
 
+/**
+ * A subagent's skills section (DeerFlow's `_build_initial_state`): none without a skill; else the lead's for those
+ * skills alone (DeerFlow filters the disabled ones by the loaded names, so none is listed), or, with `describe_skill`,
+ * the `<skill_index>`, there without the self-evolution block (DeerFlow passes none).
+ */
+export const subagentSkillsSection = (
+  options: Pick<PromptOptions, "skills" | "skillsContainer" | "skillDiscovery"> & {
+    readonly tools: ReadonlyArray<string>
+  }
+): string => {
+  if (options.skills.length === 0) return ""
+  const o: PromptOptions = { ...options, clarification: false, disabledSkills: [], skillsAllowlisted: true }
+  return skillsSection(deferredDiscovery(o) ? { ...o, tools: options.tools.filter((t) => t !== "skill_manage") } : o)
+}
+
 const memoryToolSection = (o: PromptOptions) =>
   o.memoryTools === true && toolsOf(o).has("memory_search") ? Text.MEMORY_TOOL_SYSTEM : ""
 

@@ -8,7 +8,6 @@ import { assert, describe, it } from "@effect/vitest"
 import * as FC from "effect/FastCheck"
 import * as SkillsDirectory from "../../src/layers/SkillsDirectory.js"
 import * as SubagentPrompt from "../../src/programs/SubagentPrompt.js"
-import { subagentSkillsSection } from "../../src/programs/SubagentPrompt.js"
 import * as SystemPrompt from "../../src/programs/SystemPrompt.js"
 import { assertContained, forgedClosers, occurrences } from "../support/markup.js"
 
@@ -371,10 +370,11 @@ describe("SystemPrompt: custom agents and subagents", () => {
     assertContained(prompt, "soul")
     assertContained(prompt, "description")
     assert.strictEqual(occurrences(prompt, "</available_skills>"), 1)
-    const subagent = subagentSkillsSection(
-      [{ name: "x", description: forgedClosers("description"), location: "/mnt/skills/x" }],
-      "/mnt/skills"
-    )
+    const subagent = SystemPrompt.subagentSkillsSection({
+      skills: [{ name: "x", description: forgedClosers("description"), location: "/mnt/skills/x" }],
+      skillsContainer: "/mnt/skills",
+      tools
+    })
     assertContained(subagent, "description")
   })
 
