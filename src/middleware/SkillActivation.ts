@@ -15,7 +15,9 @@
  * those the slash-activated skill and the thread's loaded skills declare (`required-secrets`) go to the `bash`
  * commands that answer the call, as environment variables; a change of what is bound is a `skill_secrets` custom
  * event naming skills and secret names, never a value. Every tool result of a run given secrets has their values
- * masked before anything outside this middleware sees it (the output budget's files, the thread, the events).
+ * masked before anything outside this middleware sees it (the output budget's files, the thread, the events). A
+ * `task` call is given the names of the skills bound for it (`SkillSecrets.DelegatedSkills`): the subagent's own
+ * SkillActivation binds them too, where its skills allow them.
  *
  * With `skills.deferred_discovery`, this middleware also contributes `describe_skill`.
  */
@@ -151,6 +153,11 @@ export interface Options {
   readonly allowlist?: ReadonlyArray<string> | undefined
   /** Contribute `describe_skill` (deferred skill discovery). */
   readonly describeTool?: boolean | undefined
+  /**
+   * A subagent's: its first message is the task its parent's model wrote, so a skill it slash-activates is the
+   * model's choice, whose secrets bind only if it is not `secrets-autonomous: false`.
+   */
+  readonly subagent?: boolean | undefined
 }
 
 type Resolution =
@@ -167,6 +174,8 @@ export const layer = (options: Options): Middleware => {
       const context = yield* RunContext
       const state = yield* RunState
       const secrets = SkillSecrets.entries(context.options.secrets)
+      // (a subagent's: the skills its parent had bound for its task)
+      const delegated = context.options.delegatedSkills ?? []
       // (every value the request gave, masked in every tool result of the run, bound or not)
       const masked = SkillSecrets.maskedTexts(secrets.values())
       // what the last model call bound, for the bash calls answering it, and what the audit said last
@@ -200,20 +209,28 @@ export const layer = (options: Options): Middleware => {
 
       // The secrets the skills in use bind now (DeerFlow recomputes them on every model call: a skill evicted,
       // disabled or no longer given its value stops binding at once); the catalog is read only for a run given
-      // secrets whose thread loaded skills.
+      // secrets whose thread loaded skills, or a subagent's whose parent had bound some.
       const rebind = (resolution: Resolution): Effect.Effect<void, never, RunEvents> =>
         secrets.size === 0 ? Effect.void : Effect.gen(function*() {
           const loaded = (yield* state.get).skill_context
           // (skills that cannot be read bind nothing this call, the slash skill's neither: DeerFlow fails closed)
-          const catalog = loaded.length === 0 ? undefined : yield* options.registry.catalog.pipe(
-            Effect.catchAllDefect((defect) =>
-              Effect.as(Effect.logWarning(`The skills could not be read to bind secrets: ${String(defect)}`), null)
+          const catalog = loaded.length === 0 && delegated.length === 0
+            ? undefined
+            : yield* options.registry.catalog.pipe(
+              Effect.catchAllDefect((defect) =>
+                Effect.as(Effect.logWarning(`The skills could not be read to bind secrets: ${String(defect)}`), null)
+              )
             )
-          )
           const slash = resolution._tag === "active" && catalog !== null ? resolution.skill : undefined
           binding = catalog === null
             ? SkillSecrets.unbound
-            : SkillSecrets.bind(SkillSecrets.sourcesOf(slash, loaded, catalog, options.allowlist), secrets)
+            : SkillSecrets.bind(
+              SkillSecrets.sourcesOf(slash, loaded, catalog, options.allowlist, {
+                delegated,
+                slashByModel: options.subagent === true
+              }),
+              secrets
+            )
           const changes = SkillSecrets.audit(binding)
           const key = JSON.stringify(changes)
           if (key === audited || (audited === undefined && changes.secrets.length === 0 &&
@@ -269,9 +286,12 @@ export const layer = (options: Options): Middleware => {
         ...(secrets.size === 0 ? {} : {
           tool: (call, next) => {
             const env = binding.env
-            // (bash alone gets them: a subagent's commands, under `task`, get none)
+            // (bash alone gets them; a subagent, under `task`, gets the names of the skills that bound them, and binds
+            // them itself, where its own skills allow)
             const ran = call.name === "bash" && Object.keys(env).length > 0
               ? Effect.provideService(next(call), SkillSecrets.ActiveSecrets, { env })
+              : call.name === "task" && binding.skills.length > 0
+              ? Effect.provideService(next(call), SkillSecrets.DelegatedSkills, { skills: binding.skills })
               : next(call)
             return Effect.map(ran, (result) => SkillSecrets.maskValue(result, masked))
           }

@@ -200,7 +200,8 @@ const entries = {
     SkillActivation.entry({
       registry: p.skills,
       allowlist: p.skillAllowlist,
-      describeTool: p.describeSkills
+      describeTool: p.describeSkills,
+      subagent: p.subagent
     }),
   SkillToolPolicy: (p: Parts) => SkillToolPolicy.entry({ registry: p.skills, allowlist: p.skillAllowlist }),
   DurableContext: (p: Parts) =>

@@ -381,6 +381,8 @@ export const make = (options: Options = {}) =>
       Effect.gen(function*() {
         const parent = yield* RunContext
         const parentState = yield* RunState
+        // the skills whose request secrets the parent had bound for this call (its SkillActivation's)
+        const delegated = Option.getOrUndefined(yield* Effect.serviceOption(SkillSecrets.DelegatedSkills))?.skills
         const events = yield* RunEvents
         const emit = (name: string, data: Record<string, unknown>) =>
           Effect.flatMap(Clock.currentTimeMillis, (ms) =>
@@ -412,6 +414,10 @@ export const make = (options: Options = {}) =>
         // Messages of the subagent's run, by id in first-seen order (a message re-written keeps its place).
         const seen = new Map<string, Message>()
         const step = (event: RunEvent): Effect.Effect<void> => {
+          // (what its skills bind, names only, audited in the parent's run as the parent's own binding is)
+          if (event.type === "custom" && event.name === "skill_secrets") {
+            return events.emit({ ...event, data: { ...(event.data as object), task_id: request.toolCallId } })
+          }
           if (event.type !== "message" || event.message.type === "human" || event.message.type === "system") {
             return Effect.void
           }
@@ -463,8 +469,10 @@ export const make = (options: Options = {}) =>
               recursionLimit: config.maxTurns,
               thinkingEnabled: false,
               nonInteractive: true,
-              // (its run's request secrets: the same user's, the same run's; masked in its tool results as there)
+              // (its run's request secrets: the same user's, the same run's; masked in its tool results as there;
+              // with the skills whose secrets its parent had bound, which bind for its commands too)
               ...(parent.options.secrets === undefined ? {} : { secrets: parent.options.secrets }),
+              ...(delegated === undefined ? {} : { delegatedSkills: delegated }),
               extra: { ...parent.options.extra, is_subagent: true, subagent_type: config.name }
             }
           }

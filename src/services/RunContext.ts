@@ -34,6 +34,11 @@ export interface RunOptions {
    * declare them (`required-secrets`), never stored. Set by whoever starts the run; a subagent's run has its parent's.
    */
   readonly secrets?: SkillSecrets.RequestSecrets | undefined
+  /**
+   * A subagent's run: the skills whose secrets its parent had bound for the `task` call it answers
+   * (`SkillSecrets.DelegatedSkills`); they bind for its `bash` commands too, where its skills allow them.
+   */
+  readonly delegatedSkills?: ReadonlyArray<string> | undefined
   /** Anything else a middleware reads by name. */
   readonly extra?: Readonly<Record<string, unknown>> | undefined
 }

@@ -155,16 +155,19 @@ export interface Binding {
 
 /**
  * The skills whose secrets bind (DeerFlow's `_resolve_secret_bindings`): the skill slash-activated for the run (its
- * activation already checked it enabled and available to the agent; `secrets-autonomous` does not apply: the user
- * asked for it), and each skill the thread loaded (`skill_context` paths) that the catalog has now at exactly that
- * path (never by name: a custom skill shadowing a public one binds nothing for a read of the public one), enabled,
- * available to this agent and not `secrets-autonomous: false`.
+ * activation already checked it enabled and available to the agent; `secrets-autonomous` does not apply when the user
+ * asked for it, and does in a subagent's run, whose task the parent's model wrote: `slash.byModel`), and each skill the
+ * thread loaded (`skill_context` paths) that the catalog has now at exactly that path (never by name: a custom skill
+ * shadowing a public one binds nothing for a read of the public one), enabled, available to this agent and not
+ * `secrets-autonomous: false`. A subagent's run adds the skills its parent had bound for the `task` call (`delegated`,
+ * see `DelegatedSkills`): by name (the parent resolved them in the same catalog), enabled and available to it.
  */
 export const sourcesOf = (
   slash: Skill | undefined,
   loaded: ReadonlyArray<{ readonly path: string }>,
   catalog: Catalog | undefined,
-  allowlist: ReadonlyArray<string> | undefined
+  allowlist: ReadonlyArray<string> | undefined,
+  more: { readonly delegated?: ReadonlyArray<string> | undefined; readonly slashByModel?: boolean | undefined } = {}
 ): ReadonlyArray<Source> => {
   const out: Array<Source> = []
   const seen = new Set<string>()
@@ -173,8 +176,15 @@ export const sourcesOf = (
     seen.add(skill.name)
     out.push({ skill: skill.name, requirements: skill.requiredSecrets! })
   }
-  if (slash !== undefined) add(slash)
-  if (catalog === undefined || loaded.length === 0) return out
+  if (slash !== undefined && !(more.slashByModel === true && slash.secretsAutonomous === false)) add(slash)
+  if (catalog === undefined) return out
+  for (const name of more.delegated ?? []) {
+    const skill = catalog.skills.find((s) => s.name === name)
+    if (skill === undefined || !skill.enabled) continue
+    if (allowlist !== undefined && !allowlist.includes(skill.name)) continue
+    add(skill)
+  }
+  if (loaded.length === 0) return out
   const byPath = new Map(catalog.skills.map((skill) => [normalisePath(skill.location), skill]))
   for (const entry of loaded) {
     const skill = byPath.get(normalisePath(entry.path))
@@ -228,6 +238,16 @@ export const audit = (binding: Binding) => ({
 export class ActiveSecrets extends Context.Tag("antler/SkillSecrets/ActiveSecrets")<
   ActiveSecrets,
   { readonly env: Readonly<Record<string, string>> }
+>() {}
+
+/**
+ * The skills whose secrets the parent run had bound when its model called `task` (the names of `Binding.skills`),
+ * provided by the parent's SkillActivation around that call: the subagent's run binds them too
+ * (`RunOptions.delegatedSkills`). Absent: none.
+ */
+export class DelegatedSkills extends Context.Tag("antler/SkillSecrets/DelegatedSkills")<
+  DelegatedSkills,
+  { readonly skills: ReadonlyArray<string> }
 >() {}
 
 // ---------------------------------------------------------------------------------------------------------
