@@ -6,7 +6,10 @@
  *   token budget); built-ins also take the global `subagents.timeout_seconds` and `subagents.max_turns`.
  * - A task runs the subagent chain (`Chains.subagentChain`) over the app's model, and the parent's thread:
  *   the same sandbox and directories, its own messages (kept in memory, not in the thread), its own system
- *   prompt, its tools (the parent's, limited by the type's allowlist and denylist and the parent's tool groups),
+ *   prompt (its type's, then the lead's skills section for the enabled skills its type's `skills` and the parent's
+ *   allowlist leave it, as they are at the task: `SubagentPrompt`), the run's request secrets (the skills whose
+ *   secrets the parent had bound for the call bind them for it too: `SkillSecrets.DelegatedSkills`), its tools (the
+ *   parent's, limited by the type's allowlist and denylist and the parent's tool groups),
  *   its model (`inherit` = the parent run's), thinking off, `max_turns` as its recursion limit, its own
  *   timeout. Each type's chain is built once, on first use.
  * - At most `poolSize` (3) subagents run at once in the app; others wait for a slot. A task that has not
@@ -48,6 +51,7 @@ import { RunEvents } from "../services/RunEvents.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import type { SubagentType, TaskRequest } from "../services/SubagentRunner.js"
 import { SubagentRunner, TaskEvent } from "../services/SubagentRunner.js"
+import type * as Skills from "../services/Skills.js"
 import type * as Tool from "../services/Tool.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import type { Message } from "../state/Message.js"
@@ -229,9 +233,13 @@ export const make = (options: Options = {}) =>
     const scope = yield* Effect.scope
     const pool = options.pool ?? (yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3)))
     const building = yield* Effect.makeSemaphore(1)
-    // each built agent with its system prompt, made once with it
+    // each built agent with its system prompt for the skills it may use, made once per run
     // (`unknown`: why a tool is not the subagent's, for a server listing its tools only with request secrets)
-    type Built = { ports: Context.Context<Ports>; prompt: string; unknown: SubagentGatedTools.Why | undefined }
+    type Built = {
+      ports: Context.Context<Ports>
+      prompt: (skills: ReadonlyArray<Skills.Skill>) => string
+      unknown: SubagentGatedTools.Why | undefined
+    }
     const built = new Map<string, Either.Either<Built, string>>()
     const bash = options.bash ?? (yield* LocalSandbox.bashMode(app)).mode !== "disabled"
     const configs = registry(app.config, { bash })
@@ -251,7 +259,18 @@ export const make = (options: Options = {}) =>
     const models = options.models ?? app.config.models
     const container = app.config.skills.container_path
     const skillRegistry = SkillsDirectory.make(app)
-    const allSkills = SkillsDirectory.catalogOf(app).skills.filter((s) => s.enabled)
+    // The enabled skills as they are now, as DeerFlow's subagents load them for each task: read again only when a
+    // SKILL.md or the skill states changed (`SkillsDirectory.signature`, file metadata only).
+    let enabled: { readonly signature: string; readonly skills: ReadonlyArray<Skills.Skill> } | undefined
+    const enabledSkills = Effect.sync(() => {
+      const signature = SkillsDirectory.signature(app)
+      if (enabled?.signature !== signature) {
+        enabled = { signature, skills: SkillsDirectory.catalogOf(app).skills.filter((s) => s.enabled) }
+      }
+      return enabled.skills
+    })
+    const usableOf = (all: ReadonlyArray<Skills.Skill>, skills: ReadonlyArray<string> | undefined) =>
+      skills === undefined ? all : all.filter((s) => skills.includes(s.name))
     const types: ReadonlyArray<SubagentType> = [...configs.values()].map((c) => ({
       name: c.name,
       description: c.description
@@ -330,16 +349,18 @@ export const make = (options: Options = {}) =>
           })
           // the skills it may use (DeerFlow's _load_skills: the enabled ones, limited to its allowlist), listed in its
           // prompt in the lead's words; with deferred discovery and any, it has describe_skill (its SkillActivation's)
-          const usable = skills === undefined ? allSkills : allSkills.filter((s) => skills.includes(s.name))
+          const usable = usableOf(yield* enabledSkills, skills)
           const deferredDiscovery = app.config.skills.deferred_discovery
-          const prompt = SubagentPrompt.subagentPrompt({
-            systemPrompt: config.systemPrompt,
-            skills: usable,
-            skillsContainer: container,
-            deferredDiscovery,
-            tools: [...promptTools, ...(deferredDiscovery && usable.length > 0 ? ["describe_skill"] : [])],
-            toolSections
-          })
+          const describing = deferredDiscovery && usable.length > 0
+          const prompt = (now: ReadonlyArray<Skills.Skill>) =>
+            SubagentPrompt.subagentPrompt({
+              systemPrompt: config.systemPrompt,
+              skills: now,
+              skillsContainer: container,
+              deferredDiscovery,
+              tools: [...promptTools, ...(describing ? ["describe_skill"] : [])],
+              toolSections
+            })
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
@@ -462,7 +483,7 @@ export const make = (options: Options = {}) =>
             runId: parent.runId,
             userId: parent.userId,
             input: [M.human(request.prompt)],
-            systemPrompt: agent.right.prompt,
+            systemPrompt: agent.right.prompt(usableOf(yield* enabledSkills, skills)),
             unknownTool: agent.right.unknown,
             options: {
               modelName,

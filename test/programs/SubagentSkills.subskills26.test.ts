@@ -135,6 +135,12 @@ describe("a subagent's skills section is DeerFlow's", () => {
         yield* run("analyst", { agent_name: "curator" }),
         `${ANALYST_PROMPT}\n\n${fixture("subagent_skills.notes.txt")}`
       )
+      // as they are at the task: a skill switched off since is no longer listed (DeerFlow loads them for each task)
+      Fs.writeFileSync(
+        Path.join(home, "extensions_config.json"),
+        JSON.stringify({ mcpServers: {}, skills: { "old-thing": { enabled: false }, chart: { enabled: false } } })
+      )
+      assert.strictEqual(yield* run("general-purpose"), `${GP_PROMPT}\n\n${fixture("subagent_skills.two.txt")}`)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.scoped("with deferred skill discovery, DeerFlow's <skill_index> of the names (no self-evolution block)", () =>
