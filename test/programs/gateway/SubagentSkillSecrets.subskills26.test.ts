@@ -68,6 +68,8 @@ const skill = (name: string, extra = "") =>
 
 let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
+const bob = Requests.as(() => gateway, Support.BOB)
+const BOB_SECRET = "sk-erp-bob26-77aa-DO-NOT-LEAK"
 
 beforeAll(async () => {
   const dir = Support.tempDir("antler-subskills26-secrets-")
@@ -92,21 +94,26 @@ beforeAll(async () => {
 afterAll(() => gateway?.stop())
 
 /** A delegating run of alice's on a new thread, given the secret; what a user and the model can read of it. */
-const delegate = async (text: string, secrets: Record<string, string> | null = { ERP_TOKEN: SECRET }) => {
-  const thread = (await alice("POST", "/threads", {})).json().thread_id as string
+const delegate = async (
+  text: string,
+  secrets: Record<string, string> | null = { ERP_TOKEN: SECRET },
+  user: typeof alice = alice
+) => {
+  const thread = (await user("POST", "/threads", {})).json().thread_id as string
   const before = gateway.scripted.requests.length
-  const stream = await alice("POST", `/threads/${thread}/runs/stream`, {
+  const stream = await user("POST", `/threads/${thread}/runs/stream`, {
     assistant_id: "lead_agent",
     input: Support.userInput(text),
     context: { ...(secrets === null ? {} : { secrets }), subagent_enabled: true },
     stream_mode: ["values", "messages-tuple", "custom"]
   })
   assert.strictEqual(stream.status, 200, stream.text)
+  // (the model's requests since the run started: other runs' too when runs go at once)
   const requests = gateway.scripted.requests.slice(before)
-  const runId = (await alice("GET", `/threads/${thread}/runs`)).json()[0].run_id as string
-  const record = await alice("GET", `/threads/${thread}/runs/${runId}`)
-  const events = await alice("GET", `/api/threads/${thread}/runs/${runId}/events`)
-  const state = (await alice("GET", `/threads/${thread}/state`)).json()
+  const runId = (await user("GET", `/threads/${thread}/runs`)).json()[0].run_id as string
+  const record = await user("GET", `/threads/${thread}/runs/${runId}`)
+  const events = await user("GET", `/api/threads/${thread}/runs/${runId}/events`)
+  const state = (await user("GET", `/threads/${thread}/state`)).json()
   const task = (state.values.messages as ReadonlyArray<any>).find((m) => m.type === "tool" && m.name === "task")
   const sub = requests.filter(isSubagent)
   assert.isAbove(sub.length, 0, "the subagent ran")
@@ -170,5 +177,21 @@ describe("a subagent running a skill's script gets the skill's request secrets",
     assertUnbound(await delegate("pull the numbers task: /sealed-report run its script"))
     // slash-activated by the user: the subagent gets it, as the lead does
     assertBound(await delegate("/sealed-report pull the numbers"))
+  }, SLOW)
+
+  it("two users' subagents running the skill at once each get their own user's secret, never the other's", async () => {
+    const [a, b] = await Promise.all([
+      delegate("/erp-report pull the numbers", { ERP_TOKEN: SECRET }, alice),
+      delegate("/erp-report pull the numbers", { ERP_TOKEN: BOB_SECRET }, bob)
+    ])
+    // (each user's thread holds its own subagent's answer: the task result in its thread)
+    assert.include(a.task, reversed(SECRET))
+    assert.notInclude(a.task, reversed(BOB_SECRET))
+    assert.include(b.task, reversed(BOB_SECRET))
+    assert.notInclude(b.task, reversed(SECRET))
+    for (const text of [...a.readable, ...b.readable]) {
+      assert.notInclude(text, SECRET)
+      assert.notInclude(text, BOB_SECRET)
+    }
   }, SLOW)
 })
