@@ -37,6 +37,8 @@ export const ModelConfig = Schema.Struct({
   name: Schema.NonEmptyTrimmedString,
   model: Schema.NonEmptyTrimmedString,
   display_name: Schema.optional(Schema.String),
+  /** Shown with the model in the app's model list (DeerFlow's `description`). */
+  description: Schema.optional(Schema.String),
   use: Schema.optional(Schema.String),
   base_url: Schema.optional(BaseUrl),
   api_base: Schema.optional(BaseUrl),

@@ -6,18 +6,25 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
+import { SkillObject } from "./Extensions.js"
+import { refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
 
-/** The configured models (the first is the default). */
+/** One configured model, as DeerFlow's `ModelResponse` (with `supports_vision`). */
+export const ModelObject = Schema.Struct({
+  name: Schema.String,
+  model: Schema.String,
+  display_name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  supports_thinking: Schema.Boolean,
+  supports_reasoning_effort: Schema.Boolean,
+  supports_vision: Schema.Boolean
+}).annotations({ identifier: "Model" })
+
+/** The configured models (the first is the default), and whether the app shows token usage (`token_usage`). */
 export const ModelList = Schema.Struct({
-  models: Schema.Array(Schema.Struct({
-    name: Schema.String,
-    model: Schema.String,
-    display_name: Schema.String,
-    supports_thinking: Schema.Boolean,
-    supports_reasoning_effort: Schema.Boolean,
-    supports_vision: Schema.Boolean
-  }))
+  models: Schema.Array(ModelObject),
+  token_usage: Schema.Struct({ enabled: Schema.Boolean })
 }).annotations({ identifier: "ModelList" })
 
 /** The skills found, enabled or not. */
@@ -40,6 +47,14 @@ export const models = HttpApiGroup.make("models")
       .addSuccess(ModelList)
       .annotate(OpenApi.Summary, "The models runs may choose (model_name)")
   )
+  .add(
+    HttpApiEndpoint.get("getModel", "/models/:model_name")
+      .setPath(Schema.Struct({ model_name: Schema.String }))
+      .addSuccess(ModelObject)
+      .addError(refusal(403, "With authorization: the caller's role may not use the model"))
+      .addError(refusal(404, "No model of that name"))
+      .annotate(OpenApi.Summary, "One model, by its name")
+  )
   .middlewareEndpoints(Authentication)
 
 /** The skills group (served under `/api`). */
@@ -48,5 +63,12 @@ export const skills = HttpApiGroup.make("skills")
     HttpApiEndpoint.get("listSkills", "/skills")
       .addSuccess(SkillList)
       .annotate(OpenApi.Summary, "The agent's skills")
+  )
+  .add(
+    HttpApiEndpoint.get("getSkill", "/skills/:skill_name")
+      .setPath(Schema.Struct({ skill_name: Schema.String }))
+      .addSuccess(SkillObject)
+      .addError(refusal(404, "No skill of that name"))
+      .annotate(OpenApi.Summary, "One skill, by its name")
   )
   .middlewareEndpoints(Authentication)

@@ -13,43 +13,64 @@ import { AppConfigService } from "../../../services/AppConfig.js"
 import { LiveConfig } from "../../../services/LiveConfig.js"
 import type { Skill } from "../../../services/Skills.js"
 import * as CatalogApi from "../api/Catalog.js"
+import * as ExtensionsApi from "../api/Extensions.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, type GatewayError } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import { json } from "./Http.js"
 
+/** A model as DeerFlow's models endpoints answer it. */
+const modelObject = (m: ModelConfig): typeof CatalogApi.ModelObject.Type => ({
+  name: m.name,
+  model: m.model,
+  display_name: m.display_name ?? m.name,
+  description: m.description ?? null,
+  supports_thinking: m.supports_thinking,
+  supports_reasoning_effort: m.supports_reasoning_effort,
+  supports_vision: m.supports_vision
+})
+
 /**
- * The models endpoint of `api` (DeerFlow's, under `/api`): `models`, the first the default; with a `LiveConfig`, the
- * models of `config.yaml` as it is now (an edit taken lists its models). With `authorization`, only the models the
- * caller's role may see (DeerFlow's `list_models`; a provider failure lists none under `fail_closed`).
+ * The models endpoints of `api` (DeerFlow's, under `/api`): `models`, the first the default, and whether the app
+ * shows token usage (`token_usage.enabled`); one model by its name. With a `LiveConfig`, `config.yaml` as it is now
+ * (an edit taken lists its models). With `authorization`, only the models the caller's role may see (DeerFlow's
+ * `list_models`; a provider failure lists none under `fail_closed`), and one model only when the role may use it
+ * (DeerFlow's `get_model`: 403, after the 404 of a name none has).
  */
 export const modelsLayer = (api: DeerFlowApi, models: ReadonlyArray<ModelConfig>, authz?: Authz.Authorization) =>
   HttpApiBuilder.group(api, "models", (handlers) =>
-    Effect.map(Effect.serviceOption(LiveConfig), (live) =>
-      handlers.handleRaw("listModels", () =>
-        Effect.gen(function*() {
-          const all = Option.isSome(live) ? (yield* live.value.current).models : models
-          const who = yield* CurrentIdentity
-          const shown = authz === undefined ? undefined : new Set(
-            yield* Authz.visible(
-              authz,
-              Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole),
-              "model",
-              all.map((m) => m.name)
-            )
-          )
-          const now = shown === undefined ? all : all.filter((m) => shown.has(m.name))
-          return json(CatalogApi.ModelList, {
-            models: now.map((m) => ({
-              name: m.name,
-              model: m.model,
-              display_name: m.display_name ?? m.name,
-              supports_thinking: m.supports_thinking,
-              supports_reasoning_effort: m.supports_reasoning_effort,
-              supports_vision: m.supports_vision
-            }))
-          })
-        }))))
+    Effect.map(Effect.all([Effect.serviceOption(LiveConfig), AppConfigService]), ([live, app]) => {
+      const config = Option.isSome(live)
+        ? Effect.map(live.value.current, (now) => ({ models: now.models, token_usage: now.app.config.token_usage }))
+        : Effect.succeed({ models, token_usage: app.config.token_usage })
+      const principal = Effect.map(
+        CurrentIdentity,
+        (who) => Authz.principalOf({ userId: who.user, role: who.role }, authz?.defaultRole ?? "user")
+      )
+      return handlers
+        .handleRaw("listModels", () =>
+          Effect.gen(function*() {
+            const { models: all, token_usage } = yield* config
+            const shown = authz === undefined
+              ? undefined
+              : new Set(yield* Authz.visible(authz, yield* principal, "model", all.map((m) => m.name)))
+            const now = shown === undefined ? all : all.filter((m) => shown.has(m.name))
+            return json(CatalogApi.ModelList, {
+              models: now.map(modelObject),
+              token_usage: { enabled: token_usage.enabled }
+            })
+          }))
+        .handleRaw("getModel", ({ path }) =>
+          Effect.gen(function*() {
+            const name = path.model_name
+            const model = (yield* config).models.find((m) => m.name === name)
+            if (model === undefined) return yield* fail("not_found", `Model '${name}' not found`)
+            if (authz !== undefined && !(yield* Authz.allows(authz, yield* principal, "model", "use", name))) {
+              return yield* fail("forbidden", `Model '${name}' is not available for your role`)
+            }
+            return json(CatalogApi.ModelObject, modelObject(model))
+          }))
+    }))
 
 /**
  * Refuses (403) a model a gateway call of the caller's names (`field`) that their role may not use (a provider
@@ -123,11 +144,19 @@ export const skillObject = (skill: Skill) => ({
 export const skillsLayer = (api: DeerFlowApi) =>
   HttpApiBuilder.group(api, "skills", (handlers) =>
     Effect.map(AppConfigService, (app) =>
-      handlers.handleRaw("listSkills", () =>
-        Effect.sync(() => {
-          const skills = SkillsDirectory.catalogOf(app).skills.map((skill) => ({
-            ...skillObject(skill),
-            location: skill.location
+      handlers
+        .handleRaw("listSkills", () =>
+          Effect.sync(() => {
+            const skills = SkillsDirectory.catalogOf(app).skills.map((skill) => ({
+              ...skillObject(skill),
+              location: skill.location
+            }))
+            return json(CatalogApi.SkillList, { skills })
           }))
-          return json(CatalogApi.SkillList, { skills })
-        }))))
+        .handleRaw("getSkill", ({ path }) =>
+          Effect.gen(function*() {
+            // (DeerFlow's: any user reads a skill's name and description, as the list shows them)
+            const skill = SkillsDirectory.catalogOf(app).skills.find((s) => s.name === path.skill_name)
+            if (skill === undefined) return yield* fail("not_found", `Skill '${path.skill_name}' not found`)
+            return json(ExtensionsApi.SkillObject, skillObject(skill))
+          }))))
