@@ -4,7 +4,9 @@
  * token usage only when it is true) and each model's `description`; `GET /api/models/{name}` answers one model,
  * 404 `Model '<name>' not found` for none, and, with `authorization`, 403 `Model '<name>' is not available for your
  * role` for one the caller's role may not use (test_get_model_*); `GET /api/skills/{name}` answers one skill to any
- * user, 404 `Skill '<name>' not found` for none (test_basic_skill_listing_stays_open_to_normal_users).
+ * user, 404 `Skill '<name>' not found` for none (test_basic_skill_listing_stays_open_to_normal_users). A provider that
+ * fails on models lists none and refuses each under `fail_closed`, and lists and answers them all without it
+ * (test_list_models_provider_error_fail_closed_vs_open, test_get_model_provider_error_fail_closed_vs_open).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -15,6 +17,21 @@ import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const GUEST = "guest-token-gateway26-catalog0"
+
+// (a provider whose every decision on a model for a guest fails; the routes' are allowed, and the default role's
+// models: the gateway builds the default agent when it starts)
+const FAILING = `
+export class Broken {
+  authorize(request) {
+    if (request.resource === "model" && request.principal.role === "guest") throw new Error("policy store unreachable")
+    return { allow: true }
+  }
+  filter_resources(principal, type, names) {
+    if (type === "model" && principal.role === "guest") throw new Error("policy store unreachable")
+    return names
+  }
+}
+`
 
 let open: TestGateway
 let roles: TestGateway
@@ -95,6 +112,42 @@ describe("DeerFlow's models router", () => {
     assert.strictEqual((await roleAlice("GET", "/api/models/deep")).json().name, "deep")
     // an unknown model is a 404 whatever the role
     assert.strictEqual((await roleGuest("GET", "/api/models/ghost")).status, 404)
+  })
+})
+
+describe("DeerFlow's models router, its authorization provider failing", () => {
+  const gateways: Array<TestGateway> = []
+  afterAll(async () => {
+    for (const gateway of gateways) await gateway.stop()
+  })
+  const failing = async (failClosed: boolean) => {
+    const dir = Support.tempDir("antler-gw26-failing-")
+    Fs.writeFileSync(Path.join(dir, "broken.mjs"), FAILING)
+    const gateway = await Support.start({
+      script: () => "ok",
+      source: Path.join(dir, "config.yaml"),
+      config: (url) => ({
+        models: [Support.scriptedModel("scripted", url), Support.scriptedModel("deep", url)],
+        gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: GUEST, user: "gus", role: "guest" }] } },
+        authorization: { enabled: true, fail_closed: failClosed, provider: { use: "./broken.mjs:Broken" } }
+      })
+    })
+    gateways.push(gateway)
+    return Requests.as(() => gateway, GUEST)
+  }
+
+  it("fail_closed: no model listed, each refused (403); fail open: all listed and answered", async () => {
+    const closed = await failing(true)
+    const none = await closed("GET", "/api/models")
+    assert.strictEqual(none.status, 200, none.text)
+    assert.deepStrictEqual(none.json().models, [])
+    const refused = await closed("GET", "/api/models/deep")
+    assert.strictEqual(refused.status, 403, refused.text)
+    assert.strictEqual(refused.json().detail, "Model 'deep' is not available for your role")
+    const opened = await failing(false)
+    const all = (await opened("GET", "/api/models")).json().models.map((m: { name: string }) => m.name)
+    assert.deepStrictEqual(all, ["scripted", "deep"])
+    assert.strictEqual((await opened("GET", "/api/models/deep")).status, 200)
   })
 })
 
