@@ -393,7 +393,7 @@ export const layer = (
           if (authz === undefined) return full
           return yield* Effect.mapError(
             AgentAuthorization.authorizeModel(authz, full.role, models, full),
-            (error) => new SettingsError({ message: error.message })
+            (error) => new SettingsError({ message: error.message, unauthorized: true })
           )
         })
 

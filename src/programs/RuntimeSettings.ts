@@ -29,11 +29,13 @@ export type RunSettings = typeof RunSettings.Type
 
 /**
  * Run settings that do not decode: what was wrong, where. `missingAgent`: the custom agent the settings name
- * does not exist (for this user), which a gateway answers as an unknown assistant.
+ * does not exist (for this user), which a gateway answers as an unknown assistant. `unauthorized`: the run's role
+ * may use no model (or the authorization provider could not say, under `fail_closed`).
  */
 export class SettingsError extends Schema.TaggedError<SettingsError>()("SettingsError", {
   message: Schema.String,
-  missingAgent: Schema.optional(Schema.String)
+  missingAgent: Schema.optional(Schema.String),
+  unauthorized: Schema.optional(Schema.Boolean)
 }) {}
 
 /**

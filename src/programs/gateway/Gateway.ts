@@ -367,9 +367,15 @@ export const layer = (options: Options) => {
   const scheduling = cluster === undefined || url === undefined ? Scheduling.layer(app) : Scheduling.clusterLayer(app)
 
   const recovered = Layer.effectDiscard(Effect.gen(function*() {
-    // the default agent is built now: a configuration it cannot be built from stops the start, not a run
+    // the default agent is built now: a configuration it cannot be built from stops the start, not a run; a
+    // default role that may use no model (or a provider that cannot say) refuses that role's runs only, as DeerFlow's
     const agents = yield* Factory.AgentFactory
-    yield* Effect.flatMap(agents.resolve({}), agents.agent)
+    yield* Effect.flatMap(agents.resolve({}), agents.agent).pipe(
+      Effect.catchIf(
+        (error) => error._tag === "SettingsError" && error.unauthorized === true,
+        (error) => Effect.logWarning(`The default agent was not built: ${error.message} Its role's runs are refused.`)
+      )
+    )
     const manager = yield* Runs.Runs
     const settled = yield* manager.recover
     if (settled.length > 0) {

@@ -6,7 +6,8 @@
  * role` for one the caller's role may not use (test_get_model_*); `GET /api/skills/{name}` answers one skill to any
  * user, 404 `Skill '<name>' not found` for none (test_basic_skill_listing_stays_open_to_normal_users). A provider that
  * fails on models lists none and refuses each under `fail_closed`, and lists and answers them all without it
- * (test_list_models_provider_error_fail_closed_vs_open, test_get_model_provider_error_fail_closed_vs_open).
+ * (test_list_models_provider_error_fail_closed_vs_open, test_get_model_provider_error_fail_closed_vs_open); the
+ * gateway starts though the default agent cannot be built then, and refuses the runs (422).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -18,16 +19,15 @@ import * as Support from "./support.js"
 
 const GUEST = "guest-token-gateway26-catalog0"
 
-// (a provider whose every decision on a model for a guest fails; the routes' are allowed, and the default role's
-// models: the gateway builds the default agent when it starts)
+// (a provider whose every decision on a model fails; the routes' are allowed)
 const FAILING = `
 export class Broken {
   authorize(request) {
-    if (request.resource === "model" && request.principal.role === "guest") throw new Error("policy store unreachable")
+    if (request.resource === "model") throw new Error("policy store unreachable")
     return { allow: true }
   }
   filter_resources(principal, type, names) {
-    if (type === "model" && principal.role === "guest") throw new Error("policy store unreachable")
+    if (type === "model") throw new Error("policy store unreachable")
     return names
   }
 }
@@ -128,14 +128,16 @@ describe("DeerFlow's models router, its authorization provider failing", () => {
       source: Path.join(dir, "config.yaml"),
       config: (url) => ({
         models: [Support.scriptedModel("scripted", url), Support.scriptedModel("deep", url)],
-        gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: GUEST, user: "gus", role: "guest" }] } },
+        gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: Support.ALICE, user: "alice" }] } },
         authorization: { enabled: true, fail_closed: failClosed, provider: { use: "./broken.mjs:Broken" } }
       })
     })
     gateways.push(gateway)
-    return Requests.as(() => gateway, GUEST)
+    return Requests.as(() => gateway, Support.ALICE)
   }
 
+  // (under fail_closed the default agent cannot be built when the gateway starts: it starts all the same, as
+  // DeerFlow's, which builds no agent then; its runs are refused)
   it("fail_closed: no model listed, each refused (403); fail open: all listed and answered", async () => {
     const closed = await failing(true)
     const none = await closed("GET", "/api/models")
@@ -144,6 +146,9 @@ describe("DeerFlow's models router, its authorization provider failing", () => {
     const refused = await closed("GET", "/api/models/deep")
     assert.strictEqual(refused.status, 403, refused.text)
     assert.strictEqual(refused.json().detail, "Model 'deep' is not available for your role")
+    const run = await closed("POST", "/api/runs/wait", { assistant_id: "lead_agent", input: Support.userInput("hi") })
+    assert.strictEqual(run.status, 422, run.text)
+    assert.include(run.json().detail, "No models are authorized")
     const opened = await failing(false)
     const all = (await opened("GET", "/api/models")).json().models.map((m: { name: string }) => m.name)
     assert.deepStrictEqual(all, ["scripted", "deep"])
