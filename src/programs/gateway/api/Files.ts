@@ -18,7 +18,7 @@ import { QueryValue, ThreadNotFound } from "./Threads.js"
 export const UploadedFile = Schema.Struct({
   filename: Schema.String,
   original_filename: Schema.optional(Schema.String),
-  size: Schema.Number,
+  size: Schema.Int,
   path: Schema.String,
   markdown_file: Schema.optional(Schema.String),
   markdown_path: Schema.optional(Schema.String),
@@ -42,7 +42,7 @@ export const Uploaded = Schema.Struct({
 export const UploadList = Schema.Struct({
   files: Schema.Array(Schema.Struct({
     filename: Schema.String,
-    size: Schema.Number,
+    size: Schema.Int,
     path: Schema.String,
     virtual_path: Schema.String,
     artifact_url: Schema.String,
@@ -50,7 +50,7 @@ export const UploadList = Schema.Struct({
     /** Seconds since the epoch (DeerFlow's float). */
     modified: Schema.Number
   })),
-  count: Schema.Number
+  count: Schema.Int
 }).annotations({ identifier: "UploadList" })
 
 /** The answer to a deletion. */
