@@ -2,7 +2,8 @@
  * DeerFlow's uploads router (test_uploads_router), through the gateway: a file's `size` is an integer in the upload's
  * answer and in the list, as answered and as `/openapi.json` documents it
  * (test_upload_and_list_response_models_expose_size_as_int, test_upload_openapi_schema_exposes_file_size_as_integer),
- * and the list's `count` too.
+ * and the list's `count` too; deleting a file the thread has not is a 404 in DeerFlow's words, and one it has is
+ * DeerFlow's answer (test_delete_uploaded_file_*).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Requests from "../../support/requests.js"
@@ -38,5 +39,16 @@ describe("DeerFlow's uploads router", () => {
     assert.strictEqual(typeOf(schemas.UploadedFile.properties.size), "integer")
     assert.strictEqual(typeOf(schemas.UploadList.properties.files.items.properties.size), "integer")
     assert.strictEqual(typeOf(schemas.UploadList.properties.count), "integer")
+  })
+
+  it("deletes a file in DeerFlow's words, and answers one it does not have so", async () => {
+    const form = new FormData()
+    form.append("files", new Blob(["bye"], { type: "text/plain" }), "gone.txt")
+    assert.strictEqual((await alice("POST", "/api/threads/sizes/uploads", form)).status, 200)
+    const deleted = await alice("DELETE", "/api/threads/sizes/uploads/gone.txt")
+    assert.deepStrictEqual([deleted.status, deleted.json()], [200, { success: true, message: "Deleted gone.txt" }])
+    const missing = await alice("DELETE", "/api/threads/sizes/uploads/gone.txt")
+    assert.strictEqual(missing.status, 404, missing.text)
+    assert.strictEqual(missing.json().detail, "File not found: gone.txt")
   })
 })

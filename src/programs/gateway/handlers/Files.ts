@@ -341,7 +341,7 @@ export const layer = (api: DeerFlowApi) =>
             const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
             // (a folder the sandbox made there is no upload: 404, as DeerFlow answers it)
             const stat = yield* Effect.promise(() => Fs.promises.stat(file).catch(() => null))
-            if (stat === null || stat.isDirectory()) return yield* notFound(`Upload ${filename}`)
+            if (stat === null || stat.isDirectory()) return yield* fail("not_found", `File not found: ${filename}`)
             yield* Effect.tryPromise({
               try: async () => {
                 await Fs.promises.rm(file, { force: true })
