@@ -97,11 +97,11 @@ export const firstReason = (decision: Guardrail.GuardrailDecision): Guardrail.Gu
   }
 }
 
-/** The text the model reads when a call is denied. */
+/** The text the model reads when a call is denied: DeerFlow's `_build_denied_message`, word for word. */
 export const deniedText = (toolName: string, decision: Guardrail.GuardrailDecision): string => {
   const { code, message } = firstReason(decision)
-  return `Guardrail denied: the call to tool '${toolName}' was refused (${code}): ${message}. ` +
-    `The tool did not run; take another route to the goal.`
+  return `Guardrail denied: tool '${toolName}' was blocked (${code}). Reason: ${message}. ` +
+    `Choose an alternative approach.`
 }
 
 /** The error result for a denied call. */

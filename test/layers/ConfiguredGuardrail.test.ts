@@ -114,7 +114,7 @@ describe("ConfiguredGuardrail: a provider module", () => {
       assert.deepStrictEqual(runs, ["read_file /a"])
       const [read, bash] = toolTexts(outcome)
       assert.strictEqual(read, "success: read_file ran")
-      assert.include(bash, "error: Guardrail denied: the call to tool 'bash' was refused (custom.blocked)")
+      assert.include(bash, "error: Guardrail denied: tool 'bash' was blocked (custom.blocked). Reason: ")
       assert.include(bash, "bash is off limits")
       const audit = outcome.events.flatMap((e) => (e.type === "custom" && e.name === "guardrail" ? [e.data] : []))
       assert.deepInclude(audit[0] as object, { provider: "tool-policy", policy_id: "p1", provider_error: false })
@@ -152,7 +152,7 @@ describe("ConfiguredGuardrail: a provider module", () => {
       const outcome = yield* runWith(guard, true, runs)
       assert.deepStrictEqual(runs, ["bash ls"])
       // a denial without reasons reads DeerFlow's defaults
-      assert.include(toolTexts(outcome)[0], "(oap.denied): blocked by guardrail policy")
+      assert.include(toolTexts(outcome)[0], "(oap.denied). Reason: blocked by guardrail policy")
     }))
 
   for (const failClosed of [true, false]) {
@@ -340,9 +340,9 @@ describe("ConfiguredGuardrail: antler run", () => {
       assert.strictEqual(ran.code, 0, ran.stderr)
       assert.include(
         ran.stdout,
-        "The tools said: Guardrail denied: the call to tool 'read_file' was refused (custom.blocked): " +
+        "The tools said: Guardrail denied: tool 'read_file' was blocked (custom.blocked). Reason: " +
           // ls ran: the workspace is empty
-          "read_file is off limits. The tool did not run; take another route to the goal. | (empty)"
+          "read_file is off limits. Choose an alternative approach. | (empty)"
       )
     })), 180_000)
 })
