@@ -280,7 +280,7 @@ describe("LLMErrorHandling wrapper", () => {
         message: "Incorrect API key provided: sk-***"
       })
       const response = yield* LLMErrorHandling.wrap()(request, inner([rejected]).next)
-      assert.match(M.text(response.message), /credentials are invalid/)
+      assert.match(M.text(response.message), /authentication or access is invalid/)
       assert.deepStrictEqual(response.failure, {
         name: "AuthenticationError",
         message: "Incorrect API key provided: sk-***"
@@ -319,7 +319,7 @@ describe("LLMErrorHandling wrapper", () => {
     Effect.gen(function*() {
       const notFound = inner([error({ message: "model not found: gpt-9" })])
       const generic = yield* LLMErrorHandling.wrap()(request, notFound.next)
-      assert.strictEqual(M.text(generic.message), "The model request failed: model not found: gpt-9")
+      assert.strictEqual(M.text(generic.message), "LLM request failed: model not found: gpt-9")
       const stalled = error({ errorType: "StreamChunkTimeoutError", reason: "timeout", message: "stalled" })
       const fiber = yield* Effect.fork(LLMErrorHandling.wrap()(request, inner([stalled, stalled, "unused"]).next))
       yield* TestClock.adjust("10 seconds")
@@ -567,7 +567,7 @@ describe("LLMErrorHandling against the real openai client", () => {
       assert.deepInclude(retry, { attempt: 1, wait_ms: 60_000, retry_after_ms: 86_400_000, reason: "transient" })
       assert.strictEqual(
         retry.message,
-        "LLM request retry 1/3: the request failed temporarily. Retrying in 60s " +
+        "LLM request retry 1/3: provider request failed temporarily. Retrying in 60s " +
           "(the provider asked to wait 24h; llm_call.max_retry_after_ms caps it)."
       )
       yield* TestClock.adjust(59_999)

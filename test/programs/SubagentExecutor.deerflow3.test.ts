@@ -52,7 +52,7 @@ describe("test_subagent_executor.py: a model failure is a failed task", () => {
       // the fallback message's text (DeerFlow: result.error == the fallback's content), not the bare provider error
       assert.strictEqual(
         outcome.error,
-        "The model request failed: The scripted model has no turn 1 (its script has 0 turns)"
+        "LLM request failed: The scripted model has no turn 1 (its script has 0 turns)"
       )
       assert.strictEqual(names.at(-1), "task_failed")
       assert.notInclude(names, "task_completed")

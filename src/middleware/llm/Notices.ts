@@ -9,13 +9,24 @@ import type { AIMessage } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import type { Classification, ErrorReason } from "./Classification.js"
 
+// The texts below are DeerFlow's (`_build_retry_message`, `_build_user_message`, `_build_circuit_breaker_message`)
+// word for word: its web app shows them to the user (the retry message as a toast, the others in the thread).
 const REASON_TEXT: Record<ErrorReason, string> = {
-  busy: "the provider is busy",
-  burst_rate: "the provider is throttling a burst of requests",
-  transient: "the request failed temporarily",
-  quota: "the request failed temporarily",
-  auth: "the request failed temporarily",
-  generic: "the request failed temporarily"
+  busy: "provider is busy",
+  burst_rate: "provider is throttling request burst rate",
+  transient: "provider request failed temporarily",
+  quota: "provider request failed temporarily",
+  auth: "provider request failed temporarily",
+  generic: "provider request failed temporarily"
+}
+
+/** A wait in whole seconds, at least 1, rounded half to even (DeerFlow's `max(1, round(wait_ms / 1000))`). */
+export const waitSeconds = (ms: number): number => {
+  const x = ms / 1000
+  const floor = Math.floor(x)
+  const diff = x - floor
+  const rounded = diff > 0.5 || (diff === 0.5 && floor % 2 === 1) ? floor + 1 : floor
+  return Math.max(1, rounded)
 }
 
 /** A wait, readable: `800ms`, `12.5s`, `15min`, `24h`. */
@@ -44,7 +55,7 @@ export const retryEvent = (
   reason,
   ...(askedMs !== undefined && askedMs > waitMs ? { retry_after_ms: askedMs } : {}),
   message: `LLM request retry ${attempt}/${max}: ${REASON_TEXT[reason]}. ` +
-    `Retrying in ${formatWait(waitMs)}` +
+    `Retrying in ${waitSeconds(waitMs)}s` +
     (askedMs !== undefined && askedMs > waitMs
       ? ` (the provider asked to wait ${formatWait(askedMs)}; llm_call.max_retry_after_ms caps it).`
       : ".")
@@ -57,23 +68,24 @@ export const FALLBACK_MARKER = "deerflow_error_fallback"
 export const fallbackText = (reason: ErrorReason, error: ModelError): string => {
   switch (reason) {
     case "quota":
-      return "The model provider turned the request down: the account is out of quota or credit, or its billing " +
-        "is not set up. Sort out the provider account, then try again."
+      return "The configured LLM provider rejected the request because the account is out of quota, billing is " +
+        "unavailable, or usage is restricted. Please fix the provider account and try again."
     case "auth":
-      return "The model provider turned the request down because the credentials are invalid or lack access. " +
-        "Check the API key and its permissions, then try again."
+      return "The configured LLM provider rejected the request because authentication or access is invalid. " +
+        "Please check the provider credentials and try again."
     case "burst_rate":
-      return "The model provider is throttling because requests ramped up too fast (burst-rate limit), and the " +
-        "retries did not get through. Give it a moment (or lower the concurrency), then continue."
+      return "The configured LLM provider is temporarily throttling requests because the request rate increased " +
+        "too quickly (burst-rate limit). Please wait a moment and try again."
     case "busy":
     case "transient":
       return error.errorType === "StreamChunkTimeoutError"
-        ? "The model's streaming response was interrupted before it could finish: it stalled mid-stream, twice. " +
-          "Please split the work into smaller steps, or shorten the requested output, and ask again."
-        : "The model provider is temporarily unavailable after several attempts. Wait a moment, then continue the " +
-          "conversation."
+        ? "The model's streaming response was interrupted before it could finish. This usually happens when a " +
+          "single response or tool call is very large — please ask the assistant to split the work into smaller " +
+          "steps, or shorten the requested output, and try again."
+        : "The configured LLM provider is temporarily unavailable after multiple retries. Please wait a moment and " +
+          "continue the conversation."
     case "generic":
-      return `The model request failed: ${error.message.trim() || error.errorType}`
+      return `LLM request failed: ${error.message.trim() || error.errorType}`
   }
 }
 
@@ -121,8 +133,8 @@ export const failedResponse = (message: AIMessage): ModelResponse => ({
 /** The marked AI message that answers a call while the circuit is open. */
 export const circuitOpenMessage = (): AIMessage =>
   M.ai(
-    "The model provider has failed repeatedly, so model calls are paused for a while to let it recover. " +
-      "Wait a minute, then try again.",
+    "The configured LLM provider is currently unavailable due to continuous failures. Circuit breaker is engaged " +
+      "to protect the system. Please wait a moment before trying again.",
     {
       additional_kwargs: {
         [FALLBACK_MARKER]: true,

@@ -951,12 +951,12 @@ describe("what a run prints", () => {
         result.stdout.replaceAll(server.url, "URL"),
         [
           "thread snap (new; continue it with --continue) · model main-model at URL",
-          "↻ LLM request retry 1/3: the request failed temporarily. Retrying in 200ms.",
+          "↻ LLM request retry 1/3: provider request failed temporarily. Retrying in 1s.",
           "Cleaning up. ",
           "→ Remove everything · bash rm -rf /",
           "⛔ Blocked `rm -rf /`: recursive delete of the root, home or /root directory.",
-          "error: The model provider turned the request down because the credentials are invalid or lack access. " +
-          "Check the API key and its permissions, then try again. Cause: The model call failed (model main-model " +
+          "error: The configured LLM provider rejected the request because authentication or access is invalid. " +
+          "Please check the provider credentials and try again. Cause: The model call failed (model main-model " +
           "at URL): 401 Incorrect API key provided",
           "— failed · thread snap",
           ""

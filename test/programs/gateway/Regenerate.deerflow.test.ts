@@ -69,7 +69,7 @@ const page = async (threadId: string, as = alice) => {
 const shape = (rows: ReadonlyArray<{ type: string; text: string }>) =>
   rows.map((row) => [
     row.type,
-    row.text.replace(/^Answer \d+\.$/, "Answer N.").replace(/^(The model request failed): .*refuses this$/s, "$1")
+    row.text.replace(/^Answer \d+\.$/, "Answer N.").replace(/^(LLM request failed): .*refuses this$/s, "$1")
   ])
 
 /** A thread of two turns; the page's rows. */
@@ -122,7 +122,7 @@ describe("the messages page around a regenerate (DeerFlow's successful-regenerat
     const after = await page("regen-fails")
     assert.deepStrictEqual(after.slice(0, 4), before)
     // (the attempt's answer: what the failed call was, as Antler answers a model that fails)
-    assert.deepStrictEqual(shape(after.slice(4)), [["human", "And fawns?"], ["ai", "The model request failed"]])
+    assert.deepStrictEqual(shape(after.slice(4)), [["human", "And fawns?"], ["ai", "LLM request failed"]])
     assert.deepStrictEqual(after.slice(4).map((row: any) => row.run), [runId, runId])
     assert.strictEqual(after[4].id, before[2].id)
     // the page's older rows are read by before_seq as the others
@@ -193,7 +193,7 @@ describe("the messages page around a regenerate (DeerFlow's successful-regenerat
     assert.strictEqual(await joined("regen-twice", second), "error")
     const after = await page("regen-twice")
     assert.deepStrictEqual(after.slice(0, 4), regenerated)
-    assert.deepStrictEqual(shape(after.slice(4)), [["human", "And fawns?"], ["ai", "The model request failed"]])
+    assert.deepStrictEqual(shape(after.slice(4)), [["human", "And fawns?"], ["ai", "LLM request failed"]])
     assert.deepStrictEqual(after.slice(4).map((row: any) => row.run), [second, second])
   })
 
@@ -231,7 +231,7 @@ describe("the messages page around a regenerate (DeerFlow's successful-regenerat
     assert.deepStrictEqual(after.slice(0, before.length), before)
     assert.deepStrictEqual(shape(after.slice(before.length)), [
       ["human", "Where should deer go?"],
-      ["ai", "The model request failed"]
+      ["ai", "LLM request failed"]
     ])
     // (the failed attempt's answer is the thread's latest: the user regenerates that one, with success; the first
     // turn stays, as DeerFlow's page keeps a run whose regenerate did not succeed)
