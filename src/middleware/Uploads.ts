@@ -204,7 +204,7 @@ const describeFile = (entry: DescribedFile, lines: Array<string>) => {
       lines.push("  No structural headings detected. Document begins with:")
       for (const text of outline.preview) lines.push(`    > ${inert(text)}`)
     }
-    lines.push(`  Search it for keywords with \`grep\` (e.g. \`grep(pattern='keyword', path='${target}')\`).`)
+    lines.push(`  Use \`grep\` to search for keywords (e.g. \`grep(pattern='keyword', path='${UPLOADS}/')\`).`)
   }
   lines.push("")
 }
@@ -229,19 +229,22 @@ export const renderUploadsBlock = (
 ): string => {
   const lines = [OPEN_TAG, "The following files were uploaded in this message:", ""]
   for (const entry of described) describeFile(entry, lines)
+  if (described.length === 0) lines.push("(empty)", "")
   if (omitted.length > 0) {
     lines.push(`... (${omitted.length} more file(s) from this message omitted from this context.)`)
     lines.push(`  Omitted file types: ${omittedTypes(omitted)}`)
-    lines.push(`  List every upload with \`glob(pattern='**/*', path='${UPLOADS}/')\`.`)
-    lines.push(`  Search across them with \`grep(pattern='keyword', path='${UPLOADS}/')\`.`)
+    lines.push(`  Use \`glob(pattern='**/*', path='${UPLOADS}/')\` to list all uploads.`)
+    lines.push(`  Use \`grep(pattern='keyword', path='${UPLOADS}/')\` to search across uploads.`)
     lines.push("")
   }
   lines.push(
     "To work with these files:",
-    "- Answer from the files first: find the relevant section in the outline and read it with `read_file`.",
-    `- Not sure where something is? Search with \`grep\` (e.g. \`grep(pattern='revenue', path='${UPLOADS}/')\`).`,
-    `- Find files by name with \`glob\` (e.g. \`glob(pattern='**/*.md', path='${UPLOADS}/')\`).`,
-    "- Search the web only if the files clearly do not contain the answer.",
+    "- Read from the file first — use the outline line numbers and `read_file` to locate relevant sections.",
+    "- Use `grep` to search for keywords when you are not sure which section to look at",
+    `  (e.g. \`grep(pattern='revenue', path='${UPLOADS}/')\`).`,
+    "- Use `glob` to find files by name pattern",
+    `  (e.g. \`glob(pattern='**/*.md', path='${UPLOADS}/')\`).`,
+    "- Only fall back to web search if the file content is clearly insufficient to answer the question.",
     CLOSE_TAG
   )
   return lines.join("\n")
