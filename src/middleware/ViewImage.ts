@@ -100,10 +100,11 @@ export const imageMessage = (
       }
       const bytes = yield* Effect.promise(() => read(image.actual_path).then((b) => b, () => undefined))
       if (bytes === undefined || bytes.length !== image.size) {
-        blocks.push({
-          type: "text",
-          text: `\n- **${path}**: (file unavailable or changed on disk since it was viewed: view it again)`
-        })
+        // DeerFlow's two blocks, naming the /mnt/user-data path where DeerFlow shows the host's.
+        blocks.push(
+          { type: "text", text: `\n- **${path}** (${image.mime_type})` },
+          { type: "text", text: `  (file unavailable or changed on disk: ${path})` }
+        )
         continue
       }
       if (spent + bytes.length > budget) {

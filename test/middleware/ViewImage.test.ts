@@ -118,8 +118,8 @@ describe("ViewImage", () => {
         "/mnt/user-data/workspace/gone.png": { mime_type: "image/png", size: 10, actual_path: Path.join(dir, "gone") }
       })
       assert.deepStrictEqual(imagesIn(message), [])
-      assert.include(M.text(message), "changed.png**: (file unavailable or changed on disk since it was viewed")
-      assert.include(M.text(message), "gone.png**: (file unavailable")
+      assert.include(M.text(message), "(file unavailable or changed on disk: /mnt/user-data/workspace/changed.png)")
+      assert.include(M.text(message), "(file unavailable or changed on disk: /mnt/user-data/workspace/gone.png)")
       const big = yield* ViewImage.imageMessage({
         "/a.png": { mime_type: "image/png", size: PNG.length, actual_path: changed.replace("changed", "a") },
         "/b.png": { mime_type: "image/png", size: PNG.length, actual_path: changed.replace("changed", "b") }
