@@ -112,15 +112,25 @@ export const deniedResult = (call: ToolCall, decision: Guardrail.GuardrailDecisi
   })
 })
 
-/** The decision used when the provider fails: a denial under `fail_closed`, else an allow that says why. */
-export const onProviderError = (failClosed: boolean, error: Guardrail.GuardrailError): Guardrail.GuardrailDecision => ({
+/**
+ * The decision used when the provider fails: a denial under `fail_closed`, else an allow; its reason is DeerFlow's
+ * (`guardrail provider error (fail-closed)`). The provider's own error goes to the log only, never to the model.
+ */
+export const onProviderError = (failClosed: boolean): Guardrail.GuardrailDecision => ({
   allow: !failClosed,
   reasons: [{
     code: Guardrail.EVALUATOR_ERROR,
-    message: `the guardrail provider failed (${error.message}); ` +
-      `the call is ${failClosed ? "refused" : "allowed"} by policy`
+    message: `guardrail provider error (${failClosed ? "fail-closed" : "fail-open"})`
   }]
 })
+
+const providerFailed = (failClosed: boolean, error: Guardrail.GuardrailError) =>
+  Effect.as(
+    Effect.logWarning(`guardrail: the provider failed: ${error.message.slice(0, 2000)}`).pipe(
+      Effect.annotateLogs({ provider: error.provider })
+    ),
+    [onProviderError(failClosed), true] as const
+  )
 
 const audit = (
   provider: string,
@@ -175,17 +185,13 @@ const wrappers = (provider: Guardrail.Service, options: Options) =>
           const request = buildRequest(call, run, context.options.extra, passport, new Date(now).toISOString())
           return provider.evaluate(request).pipe(
             Effect.map((decision) => [decision, false] as const),
-            Effect.catchTag("GuardrailError", (error) =>
-              Effect.succeed([onProviderError(failClosed, error), true] as const)),
+            Effect.catchTag("GuardrailError", (error) => providerFailed(failClosed, error)),
             // A provider that dies is a failing provider, not a reason to crash the run.
             Effect.catchAllDefect((defect) =>
-              Effect.succeed([
-                onProviderError(
-                  failClosed,
-                  new Guardrail.GuardrailError({ provider: provider.name, message: String(defect) })
-                ),
-                true
-              ] as const)
+              providerFailed(
+                failClosed,
+                new Guardrail.GuardrailError({ provider: provider.name, message: String(defect) })
+              )
             ),
             Effect.flatMap(([decision, providerError]) => {
               if (decision.allow && !providerError) return next(call)

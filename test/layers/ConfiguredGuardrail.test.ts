@@ -172,8 +172,9 @@ describe("ConfiguredGuardrail: a provider module", () => {
           if (failClosed) {
             assert.deepStrictEqual(runs, [], name)
             assert.include(texts[1], "(oap.evaluator_error)", name)
-            assert.include(texts[1], why, name)
-            assert.include(texts[1], "the call is refused by policy", name)
+            // DeerFlow's reason; the provider's own error is for the operator's log, not the model
+            assert.include(texts[1], "Reason: guardrail provider error (fail-closed).", name)
+            assert.notInclude(texts[1], why, name)
           } else {
             assert.deepStrictEqual([...runs].sort(), ["bash ls", "read_file /a"], name)
             assert.deepStrictEqual(texts, ["success: read_file ran", "success: bash ran"], name)
@@ -197,7 +198,8 @@ describe("ConfiguredGuardrail: a provider module", () => {
         assert.strictEqual(outcome.end.status, "success")
         if (failClosed) {
           assert.deepStrictEqual(runs, [])
-          assert.include(toolTexts(outcome)[0], "provider 'Hangs' did not answer within 5s")
+          // cut off, the call is refused with DeerFlow's reason (the timeout is in the operator's log)
+          assert.include(toolTexts(outcome)[0], "(oap.evaluator_error). Reason: guardrail provider error (fail-closed)")
         } else {
           assert.deepStrictEqual([...runs].sort(), ["bash ls", "read_file /a"])
         }

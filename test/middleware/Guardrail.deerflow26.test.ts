@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as AllowlistGuardrail from "../../src/layers/AllowlistGuardrail.js"
 import * as GuardrailMiddleware from "../../src/middleware/Guardrail.js"
@@ -48,4 +49,22 @@ describe("Guardrail (DeerFlow's denial sentence)", () => {
         "Choose an alternative approach."
     )
   })
+
+  it.effect("a failing provider: fail-closed denies with DeerFlow's reason, never the provider's own error", () =>
+    Effect.gen(function*() {
+      const runs: Array<string> = []
+      const failing: Guardrail.Service = {
+        name: "flaky",
+        evaluate: () =>
+          Effect.fail(new Guardrail.GuardrailError({ provider: "flaky", message: "token=abc123 refused" }))
+      }
+      const outcome = yield* H.run({ script, tools: [bash(runs)], middlewares: () => [GuardrailMiddleware.layer()] })
+        .pipe(Effect.provide(Layer.succeed(Guardrail.GuardrailProvider, failing)))
+      assert.deepStrictEqual(runs, [])
+      assert.strictEqual(
+        M.text(deniedResult(outcome)),
+        "Guardrail denied: tool 'bash' was blocked (oap.evaluator_error). Reason: guardrail provider error " +
+          "(fail-closed). Choose an alternative approach."
+      )
+    }).pipe(H.withStore))
 })

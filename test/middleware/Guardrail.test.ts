@@ -170,7 +170,8 @@ describe("Guardrail middleware", () => {
       for (const message of toolMessages(outcome)) {
         assert.strictEqual(message.status, "error")
         assert.include(M.text(message), "(oap.evaluator_error)")
-        assert.include(M.text(message), "connection refused")
+        assert.include(M.text(message), "Reason: guardrail provider error (fail-closed).")
+        assert.notInclude(M.text(message), "connection refused")
       }
       const events = guardrailEvents(outcome)
       assert.strictEqual(events.length, 2)
