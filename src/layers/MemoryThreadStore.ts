@@ -335,7 +335,7 @@ export const make = (): ThreadStore["Type"] => {
     acquireLease: (request) =>
       Effect.sync(() => {
         const holder = leases.get(request.threadId)
-        if (leaseBlocks(holder, request)) return holder
+        if (leaseBlocks(holder, request, owner)) return holder
         leases.set(request.threadId, {
           run_id: request.runId,
           owner,

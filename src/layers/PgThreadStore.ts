@@ -475,7 +475,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             request.threadId
           ])
           const [holder] = yield* decodeRows(decodeLeaseRows, rows, "lease", "The lease table")
-          if (leaseBlocks(holder, request)) return holder
+          if (leaseBlocks(holder, request, owner)) return holder
           yield* q(`UPDATE antler_leases SET run_id = $2, owner = $3, expires_at = $4 WHERE thread_id = $1`, [
             request.threadId,
             request.runId,

@@ -100,6 +100,15 @@ export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
   `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
   `wait for it to end or stop it, then try again.`
 
+/**
+ * A run stopped because another took its thread's lease (`lost`): not `busyMessage`, which asks the user to wait for
+ * a run to end, since this run was already going when this process, stalled past the lease's life, lost the thread.
+ */
+export const lostMessage = (runId: string, holder: LeaseHolder): string =>
+  `Run ${runId} was stopped: its thread was taken by run ${holder.run_id} (process ${holder.owner}) after this ` +
+  `process had not renewed the thread's lease for longer than its life (${LEASE_TTL_MS / 1000} s). What the run ` +
+  `did after its last saved step is not kept.`
+
 /** Tool calls of the last AI message that have no result after it. */
 export const danglingCalls = (messages: ReadonlyArray<Message>): ReadonlyArray<ToolCall> => {
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -453,7 +462,7 @@ export const execute = <E = never, R = never>(
     const holder = RunStateHolder.make(prepared.right, listener)
     // The lease is renewed while the run goes (by the turn, or by the caller that holds it). Losing it (another
     // process took the thread over after this one stalled for longer than the lease lasts) fails the next
-    // checkpoint: two runs never both write.
+    // checkpoint: two runs never both write. (A gateway run is also stopped at once by its caller, `RunExecution`.)
     let lostHere: LeaseHolder | undefined
     const lostTo = settled ? settlement.value.lost : () => lostHere
     const renew = lease.pipe(
@@ -465,7 +474,7 @@ export const execute = <E = never, R = never>(
     const checkpoint = Effect.suspend(() => {
       const lost = lostTo()
       if (lost !== undefined) {
-        return Effect.fail(new StoreError({ operation: "lease", message: busyMessage(threadId, lost) }))
+        return Effect.fail(new StoreError({ operation: "lease", message: lostMessage(runId, lost) }))
       }
       const journal = holder.drain()
       return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)

@@ -171,10 +171,18 @@ export const processAlive = (pid: number): boolean => {
   return state !== "Z" && state !== "X"
 }
 
-/** Whether `holder` blocks `request`: another run's lease, unexpired, held by a live process. */
-export const leaseBlocks = (holder: LeaseHolder | undefined, request: LeaseRequest): holder is LeaseHolder =>
-  holder !== undefined && holder.run_id !== request.runId && holder.expires_at > request.now &&
-  holderAlive(holder.owner)
+/**
+ * Whether `holder` blocks `request`: another run's lease, unexpired, held by a live process; asked by `owner` (the
+ * process asking, `leaseOwner()`), also the same run's lease held by another live process (which resumed the run
+ * after this one stalled past the lease's life: this one's renewal finds it taken, and stops the run).
+ */
+export const leaseBlocks = (
+  holder: LeaseHolder | undefined,
+  request: LeaseRequest,
+  owner?: string
+): holder is LeaseHolder =>
+  holder !== undefined && (holder.run_id !== request.runId || (owner !== undefined && holder.owner !== owner)) &&
+  holder.expires_at > request.now && holderAlive(holder.owner)
 
 /**
  * A thread's status from its last run and the holder of its lease (if any) at `now`: a run still marked

@@ -49,7 +49,7 @@ export const make = (conn: Connection, access: Access): Leases => {
     transaction(
       Effect.gen(function*() {
         const current = yield* holder(request.threadId, "lease")
-        if (leaseBlocks(current, request)) return current
+        if (leaseBlocks(current, request, owner)) return current
         yield* conn.executeRaw(UPSERT_LEASE, [request.threadId, request.runId, owner, request.now + request.ttlMs])
         leased.add(leaseKey(request.threadId, request.runId))
         return undefined

@@ -26,6 +26,7 @@ import type * as Redact from "../../state/Redact.js"
 import type { ThreadState } from "../../state/ThreadState.js"
 import * as App from "../App.js"
 import type * as Factory from "../Factory.js"
+import * as Run from "../Run.js"
 import type * as Admission from "./Admission.js"
 import * as Delivery from "./Delivery.js"
 import * as EventIds from "./EventIds.js"
@@ -39,12 +40,15 @@ import * as RunJournal from "./RunJournal.js"
 import * as RunLease from "./RunLease.js"
 import * as RunListener from "./RunListener.js"
 import type { ActiveRun, CancelAction, Options, RunRequest, Stop } from "./RunModel.js"
-import { HANDOVER, now } from "./RunModel.js"
+import { HANDOVER, LEASE_LOST, now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
 import type { Registry } from "./RunRegistry.js"
 import * as RunSettling from "./RunSettling.js"
 import * as StorageQuota from "./StorageQuota.js"
 import * as WorkspaceChanges from "./WorkspaceChanges.js"
+
+/** The name of the error a run ends with when another run took its thread (`Run.lostMessage` says which). */
+export const LOST_ERROR = "LeaseLost"
 
 /** A running run's events are kept in the store each time they grew by this many (or by half, if more). */
 export const SAVE_EVERY = 20
@@ -179,8 +183,14 @@ export const execute = (
     const owner = request.userId
     // the thread's lease, taken when the run was accepted, is held (renewed by the manager's renewer, and only by it)
     // until the run's end is recorded: its turns take and renew none (`RunSettlement`), so no other process takes the
-    // thread, or resumes the run, meanwhile
-    const { lost, release } = yield* deps.leases.hold(request.threadId, runId)
+    // thread, or resumes the run, meanwhile. Found taken (this process stalled past the lease's life), the run is
+    // stopped at once, before it runs another tool beside the thread's new owner: as a handed-over run when another
+    // process resumed it, else to end as an error (see below)
+    const { lost, release } = yield* deps.leases.hold(
+      request.threadId,
+      runId,
+      (holder) => made.stop(holder.run_id === runId ? HANDOVER : LEASE_LOST)
+    )
     // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
     const savedOutputs = [app.config.tool_output.storage_subdir]
     const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
@@ -334,8 +344,9 @@ export const execute = (
       if (turnFiber.unsafePoll() !== null) return
       handingOver = how === HANDOVER
       interrupted = true
-      // (a run whose last turn ended is not handed over: it settles here, as its turn ended, see below)
-      if (!handingOver || settling === undefined) {
+      // (a run whose last turn ended is not handed over: it settles here, as its turn ended, see below; one whose
+      // thread another run took relays its turn's end: its tool calls answered "interrupted", its error)
+      if (how !== LEASE_LOST && (!handingOver || settling === undefined)) {
         stopping = true
         listener.stop()
       }
@@ -350,14 +361,21 @@ export const execute = (
     const broken = listener.broken()
     if (broken !== undefined) return yield* Effect.die(broken.defect)
     const stopped = made.stopped()
+    // the thread's lease another process took: the run is that process's (resumed there: nothing more is written
+    // here, as for a handover), or the thread is another run's (the run ends an error, writing to its thread nothing)
+    const taken = lost()
+    const resumedElsewhere = taken?.run_id === runId
     // handed over (its runner drains) once its last turn ended, while the goal evaluator judged it: the run settles
     // here as that turn ended it, as when the evaluator fails (the thread's next runner would run no turn of it)
     const how = stopped === HANDOVER && !stopping ? undefined : stopped
-    if (stopped === HANDOVER && !stopping) {
+    if (stopped === HANDOVER && !stopping && !resumedElsewhere) {
       last ??= settling
       yield* Effect.logWarning(`run ${runId}: settled here as its last turn ended, not handed over`)
     }
-    if (how === HANDOVER) {
+    if (how === HANDOVER || resumedElsewhere) {
+      if (resumedElsewhere) {
+        yield* Effect.logWarning(`run ${runId}: resumed by process ${taken.owner}, which now records it`)
+      }
       listener.stop()
       // handed over: the run stays `running` in the store for the thread's next runner; here it is gone
       yield* release
@@ -368,7 +386,18 @@ export const execute = (
       yield* Deferred.succeed(run.done, left ?? RunRecords.base(request.threadId, runId, yield* now))
       return
     }
-    const action: CancelAction | undefined = how
+    // (a run whose thread another run took ends as that loss, whatever stopped it: no rollback nor undoing of its
+    // thread, which is the other run's)
+    const action: CancelAction | undefined = how === LEASE_LOST || taken !== undefined ? undefined : how
+    if (taken !== undefined) {
+      last = {
+        type: "run_end",
+        status: "error",
+        stop_reason: "error",
+        error: { name: LOST_ERROR, message: Run.lostMessage(runId, taken) },
+        ...(last?.usage === undefined ? {} : { usage: last.usage })
+      }
+    }
     // DeerFlow's delivery check: a run that succeeded having created or modified files under outputs, none of which
     // it presented, fails (a cancelled, failed or clarification-waiting run keeps its status)
     const filesAfter = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
@@ -418,7 +447,8 @@ export const execute = (
     if (listener.invalid.length > 0) {
       yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
     }
-    const undone = action !== "rollback" && (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
+    const undone = action !== "rollback" && taken === undefined &&
+      (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
     yield* release
     const outs: Array<Projection.Out> = []
     if (action !== undefined || undone) {
@@ -435,8 +465,8 @@ export const execute = (
       journal.end({ status: Protocol.runStatus(record), stop_reason, error }, delivery)
       yield* saveJournal(true)
     }
-    active.delete(request.threadId)
-    if (request.deleteThread === true) {
+    if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+    if (request.deleteThread === true && taken === undefined) {
       yield* App.deleteThread(app.home, request.threadId, request.userId).pipe(
         Effect.provideService(ThreadStore, store),
         Effect.ignoreLogged

@@ -3,8 +3,10 @@
  * lease from its acceptance (`RunStart` takes it) until its end is recorded (`RunExecution` releases it), while it
  * waits for its place (`Admission`), through its turns (which take and renew none: `RunSettlement`) and the checks
  * after them. Every lease held is renewed every third of its life (`Run.LEASE_TTL_MS`), so no other process takes the
- * thread, or resumes the run, meanwhile. Lost (another run took the thread after this process stalled for longer than
- * the lease lasts), it says to whom (`lost`): the run's next checkpoint fails rather than write beside the other run.
+ * thread, or resumes the run, meanwhile. Lost (another process took the thread, or resumed the run, after this one
+ * stalled for longer than the lease lasts), it says to whom (`lost`) and tells the run at once (`hold`'s `onLost`,
+ * in the renewer's fiber: the run stops there, before it runs another tool beside the thread's new owner), and the
+ * lease is no longer given back (it is the new owner's).
  * A renewal that gets no answer within `RENEWAL_TIMEOUT_MS` is given up with a warning, and the others go on.
  * (One renewer, not one fiber a run: a run's lease is an entry in a set, a few dozen bytes, where a fiber asleep
  * between its renewals kept about 10 KB.)
@@ -18,7 +20,7 @@ import * as Run from "../Run.js"
 export interface Held {
   /** Who took the lease from the run (`undefined`: the run holds it). */
   readonly lost: () => LeaseHolder | undefined
-  /** Stops renewing and gives the lease back (if the run still holds it). */
+  /** Stops renewing and gives the lease back (if the run still holds it: not once it was found lost). */
   readonly release: Effect.Effect<void>
 }
 
@@ -26,9 +28,15 @@ export interface Held {
 export interface Leases {
   /**
    * Renews run `runId`'s lease on `threadId`, which the run holds now, until `release` (or the scope's end, which
-   * stops the renewing and leaves the lease to expire: the run's manager then settles and releases it).
+   * stops the renewing and leaves the lease to expire: the run's manager then settles and releases it). `onLost`
+   * is run once, by the renewer, when a renewal finds the lease taken (it must not wait: the renewals of the
+   * process's other runs wait for it).
    */
-  readonly hold: (threadId: string, runId: string) => Effect.Effect<Held, never, Scope.Scope>
+  readonly hold: (
+    threadId: string,
+    runId: string,
+    onLost?: (holder: LeaseHolder) => Effect.Effect<void>
+  ) => Effect.Effect<Held, never, Scope.Scope>
 }
 
 /**
@@ -40,6 +48,7 @@ export const RENEWAL_TIMEOUT_MS = Run.LEASE_TTL_MS / 6
 interface Entry {
   readonly threadId: string
   readonly runId: string
+  readonly onLost: ((holder: LeaseHolder) => Effect.Effect<void>) | undefined
   lost: LeaseHolder | undefined
 }
 
@@ -60,8 +69,11 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
           Effect.tap((holder) =>
             holder === undefined || entry.lost !== undefined ? Effect.void : Effect.zipRight(
               Effect.sync(() => (entry.lost = holder)),
-              Effect.logWarning(`run ${runId}: its thread's lease was taken by run ${holder.run_id} (process ` +
-                `${holder.owner})`)
+              Effect.zipRight(
+                Effect.logWarning(`run ${runId}: its thread's lease was taken by run ${holder.run_id} (process ` +
+                  `${holder.owner}); the run is stopped`),
+                entry.onLost === undefined ? Effect.void : entry.onLost(holder)
+              )
             )
           ),
           Effect.catchAll((error) =>
@@ -87,14 +99,20 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
     // a lease let go: out of the set, and after any renewal under way
     const letGo = (entry: Entry) =>
       Effect.zipRight(Effect.sync(() => held.delete(entry)), renewing.withPermits(1)(Effect.void))
-    const hold = (threadId: string, runId: string): Effect.Effect<Held, never, Scope.Scope> =>
+    const hold: Leases["hold"] = (threadId, runId, onLost) =>
       Effect.gen(function*() {
-        const entry: Entry = { threadId, runId, lost: undefined }
+        const entry: Entry = { threadId, runId, onLost, lost: undefined }
         held.add(entry)
         yield* Effect.addFinalizer(() => letGo(entry))
         return {
           lost: () => entry.lost,
-          release: Effect.zipRight(letGo(entry), Effect.ignore(store.releaseLease(threadId, runId)))
+          // (a lease found lost is another's: the same run's, resumed elsewhere, is released by its run id too)
+          release: Effect.zipRight(
+            letGo(entry),
+            Effect.suspend(() =>
+              entry.lost === undefined ? Effect.ignore(store.releaseLease(threadId, runId)) : Effect.void
+            )
+          )
         }
       })
     return { hold }

@@ -128,8 +128,17 @@ export interface Options {
 /** A run stopped to hand it over to another process (see `Runs.Service.handOver`). */
 export const HANDOVER = "handover"
 
-/** How a run is stopped: by a client, or to hand it over to another process (see `Runs.Service.handOver`). */
-export type Stop = CancelAction | typeof HANDOVER
+/**
+ * A run stopped because another process took its thread's lease (this one stalled past the lease's life: `RunLease`):
+ * it ends at once, as the new owner needs (see `RunExecution.execute`).
+ */
+export const LEASE_LOST = "lease-lost"
+
+/**
+ * How a run is stopped: by a client, to hand it over to another process (see `Runs.Service.handOver`), or because
+ * another process took its thread.
+ */
+export type Stop = CancelAction | typeof HANDOVER | typeof LEASE_LOST
 
 /** A thread's active run here, with how to stop it. */
 export interface Entry extends ActiveRun {
