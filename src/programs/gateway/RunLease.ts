@@ -71,7 +71,7 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
               Effect.sync(() => (entry.lost = holder)),
               Effect.zipRight(
                 Effect.logWarning(`run ${runId}: its thread's lease was taken by run ${holder.run_id} (process ` +
-                  `${holder.owner}); the run is stopped`),
+                  `${holder.owner})${entry.onLost === undefined ? "" : "; the run is stopped"}`),
                 entry.onLost === undefined ? Effect.void : entry.onLost(holder)
               )
             )
