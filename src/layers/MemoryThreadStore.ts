@@ -345,7 +345,8 @@ export const make = (): ThreadStore["Type"] => {
       }),
     releaseLease: (threadId, runId) =>
       Effect.sync(() => {
-        if (leases.get(threadId)?.run_id === runId) leases.delete(threadId)
+        const holder = leases.get(threadId)
+        if (holder?.run_id === runId && holder.owner === owner) leases.delete(threadId)
       })
   })
 }

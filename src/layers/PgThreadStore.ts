@@ -490,7 +490,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
 
     const releaseLease: ThreadStore["Type"]["releaseLease"] = (threadId, runId) =>
       Effect.asVoid(run(
-        q(`DELETE FROM antler_leases WHERE thread_id = $1 AND run_id = $2`, [threadId, runId]),
+        q(`DELETE FROM antler_leases WHERE thread_id = $1 AND run_id = $2 AND owner = $3`, [threadId, runId, owner]),
         "lease",
         `Cannot release the lease of thread "${threadId}"`
       ))

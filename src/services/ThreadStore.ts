@@ -308,7 +308,10 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
      * that blocks it (see `leaseBlocks`). Atomic across processes sharing the store.
      */
     readonly acquireLease: (request: LeaseRequest) => Effect.Effect<LeaseHolder | undefined, StoreError>
-    /** Gives the lease back, if this run still holds it. */
+    /**
+     * Gives the lease back, if this run still holds it from this process (not once another process resumed the run
+     * and holds it under the same run id).
+     */
     readonly releaseLease: (threadId: string, runId: string) => Effect.Effect<void, StoreError>
   }
 >() {}

@@ -61,7 +61,7 @@ export const make = (conn: Connection, access: Access): Leases => {
   const releaseLease: ThreadStore["Type"]["releaseLease"] = (threadId, runId) =>
     Effect.asVoid(
       exclusive(
-        conn.executeRaw(DELETE_LEASE, [threadId, runId]),
+        conn.executeRaw(DELETE_LEASE, [threadId, runId, owner]),
         "lease",
         `Cannot release the lease of thread "${threadId}"`
       )

@@ -80,4 +80,4 @@ export const SELECT_LEASE = `SELECT run_id, owner, expires_at FROM leases WHERE 
 export const UPSERT_LEASE = `INSERT INTO leases (thread_id, run_id, owner, expires_at) VALUES (?, ?, ?, ?)
   ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner,
   expires_at = excluded.expires_at`
-export const DELETE_LEASE = `DELETE FROM leases WHERE thread_id = ? AND run_id = ?`
+export const DELETE_LEASE = `DELETE FROM leases WHERE thread_id = ? AND run_id = ? AND owner = ?`
