@@ -4,6 +4,7 @@
  * from their own budget, the others on what is left), and how a fact is shown (its category). Pure functions over
  * a memory document (`MemorySchema.ts`); `Memory.ts` re-exports them.
  */
+import { escapeText } from "./Markup.js"
 import type { Document, Fact, Section } from "./MemorySchema.js"
 
 /** The category a fact is shown and searched by: its own, trimmed, or `context` when it has none (DeerMem's). */
@@ -27,6 +28,7 @@ export const isGuaranteed = (fact: Fact, categories: ReadonlySet<string>): boole
 /** How the injected block is bounded. */
 export interface InjectionOptions {
   readonly maxTokens: number
+  /** Tokens of a text; the block's texts are counted escaped (`escapeText`), as the model reads them. */
   readonly count: (text: string) => number
   /** Fact categories selected first, from `guaranteedBudget`. */
   readonly guaranteedCategories: ReadonlyArray<string>
@@ -122,7 +124,10 @@ const selectFacts = (ranked: ReadonlyArray<Fact>, budget: number, cost: (fact: F
  * remembered.
  */
 export const formatForInjection = (doc: Document, options: InjectionOptions): string => {
-  const { count, maxTokens } = options
+  const { maxTokens } = options
+  // the block is escaped where it is placed (`<memory>`): its budget is spent on what the model reads, as DeerMem
+  // escapes its lines before counting them (a text full of `<` and `&` would otherwise be far over it)
+  const count = (text: string) => options.count(escapeText(text))
   const context = sectionLines("User Context", [
     ["Work", doc.user.workContext],
     ["Personal", doc.user.personalContext],
