@@ -135,6 +135,11 @@ const keyOf = (p: Pending) => JSON.stringify([p.threadId, p.userId, p.agentName 
 interface Queued {
   readonly item: Pending
   readonly settings: Settings
+  /**
+   * The signals of the thread's conversation at each run queued for it (DeerMem's queue keeps those of a run it
+   * replaces): its update's hints name them, and reinforce with them.
+   */
+  readonly signals: ReadonlySet<MemoryDoc.Signal>
 }
 
 /** Options of `make`. */
@@ -338,7 +343,7 @@ export const make = (
       }])).pipe(Effect.catchAll((error) => Effect.logWarning(`Memory token usage not recorded: ${error.message}`)))
 
     /** One update: the unread turns of the item, one model call, the changes applied and stored (its settings). */
-    const update = ({ item, settings: st }: Queued) =>
+    const update = ({ item, settings: st, signals }: Queued) =>
       Effect.gen(function*() {
         const { consolidation, limits, staleness } = st
         const backend = st.config.backend_config
@@ -366,6 +371,7 @@ export const make = (
           staleness,
           now: yield* Clock.currentTimeMillis,
           patterns,
+          signals,
           sections: {
             staleness: stale === undefined
               ? undefined
@@ -408,7 +414,7 @@ export const make = (
             newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
             source: item.threadId,
             hybrid: st.hybrid,
-            signals: MemoryDoc.signalsOf(turns, patterns),
+            signals,
             consolidation,
             staleness
           })
@@ -470,20 +476,21 @@ export const make = (
 
     const enqueue = (st: Settings, item: Pending): Effect.Effect<void> => {
       if (!st.enabled || st.config.mode === "tool") return Effect.void
-      const queued: Queued = { item, settings: st }
       latest = st
+      const key = keyOf(item)
+      // the signals of the last six lines of the whole thread, with those of a run it replaces (DeerMem's)
+      const own = MemoryDoc.signalsOf(MemoryDoc.conversation(item.messages, undefined, patterns?.trivial), patterns)
+      const before = pending.get(key)?.signals
+      const queued: Queued = { item, settings: st, signals: before === undefined ? own : new Set([...before, ...own]) }
       if (item.immediate) {
         return Effect.asVoid(Effect.forkIn(Effect.zipRight(Effect.sync(() => void urgent.push(queued)), drain), scope))
       }
       const backend = st.config.backend_config
       return Effect.gen(function*() {
-        const key = keyOf(item)
         // a full queue still takes a conversation whose user corrected, confirmed or told something (a signal, as
         // DeerMem admits one): a later run may not say it again
         const full = !pending.has(key) && backend.queue_max_depth > 0 && pending.size >= backend.queue_max_depth
-        const signalled = () =>
-          MemoryDoc.signalsOf(MemoryDoc.conversation(item.messages, undefined, patterns?.trivial), patterns).size > 0
-        if (full && !signalled()) {
+        if (full && own.size === 0) {
           return yield* Effect.logWarning(
             `Memory queue full (${backend.queue_max_depth} pending): thread ${item.threadId} is read after its next run`
           )

@@ -11,7 +11,7 @@ import * as MemoryReinforcement from "./MemoryReinforcement.js"
 import type { Document } from "./MemorySchema.js"
 import { CATEGORIES } from "./MemorySchema.js"
 import type { Patterns } from "./MemorySignals.js"
-import { signalHints } from "./MemorySignals.js"
+import { hintsFor, type Signal, signalHints } from "./MemorySignals.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
 
 /** A line of the conversation an update reads. */
@@ -84,6 +84,11 @@ export interface PromptOptions {
   readonly now?: number | undefined
   /** The signal patterns of `patterns_dir` (default: the built-in ones). */
   readonly patterns?: Patterns | undefined
+  /**
+   * The signals the hints name (the queue's: those of each run queued for the thread, see `FileMemory.ts`); without
+   * them, those of the turns read.
+   */
+  readonly signals?: ReadonlySet<Signal> | undefined
   /** The words of the staleness review and of consolidation from `prompts_dir` (default: DeerMem's). */
   readonly sections?: {
     readonly staleness?: ((staleFacts: string) => string) | undefined
@@ -134,8 +139,10 @@ export const updateVariables = (
   return {
     current_memory: escapeText(JSON.stringify(current, null, 2)),
     conversation: transcript,
-    correction_hint: [signalHints(turns, options.patterns), manual ? MANUAL_HINT : ""].filter((h) => h !== "")
-      .join("\n"),
+    correction_hint: [
+      options.signals === undefined ? signalHints(turns, options.patterns) : hintsFor(options.signals),
+      manual ? MANUAL_HINT : ""
+    ].filter((h) => h !== "").join("\n"),
     staleness_review_section: options.now === undefined ? "" : MemoryStaleness.stalenessSection(
       doc.facts,
       options.staleness ?? MemoryStaleness.DEFAULT_SETTINGS,

@@ -116,8 +116,9 @@ const SIGNAL_HINTS: Readonly<Record<Signal, string>> = {
     "pattern; a choice made for the current task, file, PR, or thread must not be stored."
 }
 
-/** The hints of a conversation's signals, one a line, in DeerMem's order (empty without a signal). */
-export const signalHints = (turns: ReadonlyArray<Line>, custom?: Patterns): string => {
-  const signals = signalsOf(turns, custom)
-  return SIGNAL_PATTERNS.flatMap(([signal]) => (signals.has(signal) ? [SIGNAL_HINTS[signal]] : [])).join("\n")
-}
+/** The hints of signals, one a line, in DeerMem's order (empty without a signal). */
+export const hintsFor = (signals: ReadonlySet<Signal>): string =>
+  SIGNAL_PATTERNS.flatMap(([signal]) => (signals.has(signal) ? [SIGNAL_HINTS[signal]] : [])).join("\n")
+
+/** The hints of a conversation's signals (`hintsFor(signalsOf(turns))`). */
+export const signalHints = (turns: ReadonlyArray<Line>, custom?: Patterns): string => hintsFor(signalsOf(turns, custom))
