@@ -125,6 +125,23 @@ const notFound = (factId: string) => json({ error: `Fact not found: ${factId}` }
 const Confidence = Schema.Number.pipe(Schema.between(0, 1))
 
 /**
+ * The tools' descriptions, DeerFlow's (its `tools.py` docstrings as LangChain's `@tool(parse_docstring=True)` gives
+ * them to the model: the paragraphs before `Args:`, joined by a space); their answers are the JSON they describe.
+ */
+const DESCRIPTIONS = {
+  memory_search: "Search existing facts by natural language query. Use this when you need to check what you already " +
+    "know about the user\n- their preferences, past corrections, context, or any stored facts.",
+  memory_add: "Store a new fact about the user or conversation context. Use this when the user shares something " +
+    "worth remembering for future\nconversations - preferences, corrections, personal details, work context.\n" +
+    "The fact persists across sessions and will be available via memory_search\nand automatic context injection.",
+  memory_update: "Update an existing fact. Only provided fields are changed; omitted\nfields stay as-is. Use this " +
+    "when a stored fact is outdated, incorrect, or needs refinement.\nFirst use memory_search to find the fact_id, " +
+    "then update it.",
+  memory_delete: "Delete a fact by its ID. Use this when a fact is no longer accurate or relevant. First use\n" +
+    "memory_search to find the fact_id, then delete it."
+} as const
+
+/**
  * A memory failure as the model is told it (DeerFlow's tools answer `{"error": str(exc)}`): what failed, never
  * where the file is (the full message is logged), as the gateway's memory endpoints.
  */
@@ -166,13 +183,20 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
   return [
     Tool.make({
       name: "memory_search",
-      description: "Search the facts remembered about the user across conversations. Returns JSON: `results` " +
-        "(matching facts, best first, each with id, content, category, confidence, createdAt and source; the id is " +
-        "for memory_update / memory_delete) and `count`.",
+      description: DESCRIPTIONS.memory_search,
       parameters: Schema.Struct({
-        query: Schema.String.annotations({ description: "Words to look for." }),
-        category: Schema.optional(Schema.String).annotations({ description: "Only facts of this category." }),
-        limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 50)))
+        // (Antler's search matches words, in the content and the category, and takes a limit of 1 to 50)
+        query: Schema.String.annotations({
+          description: "Natural language query to match against fact content and category. Case-insensitive; a " +
+            "fact holding any of its words matches, those holding more first."
+        }),
+        category: Schema.optional(Schema.String).annotations({
+          description: "Optional category filter (e.g. \"preference\", \"correction\", \"context\"). Only facts with " +
+            "this exact category are returned."
+        }),
+        limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 50))).annotations({
+          description: "Maximum results to return (default 10), 1 to 50."
+        })
       }),
       handler: (args) =>
         Effect.flatMap(scopeOf, (scope) =>
@@ -188,13 +212,17 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
     }),
     Tool.make({
       name: "memory_add",
-      description: "Remember a fact about the user for later conversations (a short, self-contained statement). " +
-        `Categories: ${MemoryDoc.CATEGORIES.join(", ")}. Never store secrets. Returns JSON: \`fact_id\` and ` +
-        "`status` (`added`), or `error` (a fact already known is a `Duplicate fact`).",
+      description: DESCRIPTIONS.memory_add,
       parameters: Schema.Struct({
-        content: Schema.String,
-        category: Schema.optional(Schema.String),
-        confidence: Schema.optional(Confidence)
+        content: Schema.String.annotations({ description: "The fact text to remember. Be specific and factual." }),
+        category: Schema.optional(Schema.String).annotations({
+          description: "Category label for organization (default \"context\"). e.g. \"preference\", \"correction\", " +
+            "\"behavior\", \"personal\"."
+        }),
+        confidence: Schema.optional(Confidence).annotations({
+          description: "How certain you are about this fact, 0.0-1.0 (default 0.7). Use higher values for explicit " +
+            "user statements, lower for inferences."
+        })
       }),
       handler: (args) =>
         Effect.flatMap(RunContext, (context) => change((doc, now) => {
@@ -218,13 +246,14 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
     }),
     Tool.make({
       name: "memory_update",
-      description: "Change a remembered fact (by id, from memory_search); what is left out stays as it is. " +
-        "Returns JSON: `fact_id` and `status` (`updated`), or `error`.",
+      description: DESCRIPTIONS.memory_update,
       parameters: Schema.Struct({
-        fact_id: Schema.String,
-        content: Schema.optional(Schema.String),
-        category: Schema.optional(Schema.String),
-        confidence: Schema.optional(Confidence)
+        fact_id: Schema.String.annotations({ description: "Fact ID from memory_search results (required)." }),
+        content: Schema.optional(Schema.String).annotations({ description: "New fact text (unchanged if omitted)." }),
+        category: Schema.optional(Schema.String).annotations({ description: "New category (unchanged if omitted)." }),
+        confidence: Schema.optional(Confidence).annotations({
+          description: "New confidence score 0.0-1.0 (unchanged if omitted)."
+        })
       }),
       handler: (args) =>
         change((doc, now) => {
@@ -243,9 +272,10 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
     }),
     Tool.make({
       name: "memory_delete",
-      description: "Forget a remembered fact (by id, from memory_search). Returns JSON: `fact_id` and `status` " +
-        "(`deleted`), or `error`.",
-      parameters: Schema.Struct({ fact_id: Schema.String }),
+      description: DESCRIPTIONS.memory_delete,
+      parameters: Schema.Struct({
+        fact_id: Schema.String.annotations({ description: "Fact ID to delete (from memory_search results)." })
+      }),
       handler: (args) =>
         change((doc, now) => {
           if (!doc.facts.some((f) => f.id === args.fact_id)) {

@@ -49,7 +49,8 @@ const setup = (dir: string, script: ScriptedModel.Script) =>
 
 /** Three exchanges without a signal: the last six lines of the thread hold none. */
 const plain = (n: number) =>
-  Array.from({ length: 3 }, (_, i) => [M.human(`Question ${n}.${i} about the build?`), M.ai(`Answer ${n}.${i}.`)]).flat()
+  Array.from({ length: 3 }, (_, i) => [M.human(`Question ${n}.${i} about the build?`), M.ai(`Answer ${n}.${i}.`)])
+    .flat()
 
 const promptOf = (request: ModelRequest) => request.messages.map(M.text).join("\n")
 
