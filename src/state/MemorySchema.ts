@@ -9,9 +9,19 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
 
+/**
+ * A stored summary: text; another value (`12345`, `true`, an object, which an import or a hand edit can plant) is
+ * read as its text, as DeerMem's `str()` reads it, so the memory is not refused as damaged for it.
+ */
+const SummaryText = Schema.transform(Schema.Unknown, Schema.String, {
+  strict: true,
+  decode: (raw) => typeof raw === "string" ? raw : typeof raw === "object" ? JSON.stringify(raw) : String(raw),
+  encode: (text) => text
+})
+
 /** One summary of the user or of their history, with when it was last rewritten. */
 export const Section = Schema.Struct({
-  summary: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  summary: Schema.optionalWith(SummaryText, { default: () => "", nullable: true }),
   updatedAt: Schema.optionalWith(Schema.String, { default: () => "", nullable: true })
 })
 export type Section = typeof Section.Type
