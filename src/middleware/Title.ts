@@ -8,12 +8,15 @@
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import type { TitleConfig } from "../services/AppConfig.js"
 import { withUpdate } from "../services/ModelService.js"
 import type * as Authz from "../services/Authorization.js"
-import { RunState } from "../services/RunContext.js"
+import { RunContext, RunState } from "../services/RunContext.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
+import * as Redact from "../state/Redact.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as LlmText from "../state/LlmText.js"
@@ -85,6 +88,11 @@ export const layer = (config: TitleConfig, authorization?: Authz.Authorization):
   if (!config.enabled) return MW.make({})
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
+    // The local title is the user's words cut: a request secret they typed is masked before the cut, which would leave
+    // its beginning where no mask of the whole value finds it (the thread's title, kept and listed).
+    const secrets = (yield* Effect.serviceOption(RunContext)).pipe(Option.map((run) => run.options.secrets))
+    const hide = SkillSecrets.runRedactor(Redact.none, Option.getOrUndefined(secrets))
+    const localTitle = (user: Message) => fallbackTitle(hide.text(userText(user)), config.max_chars)
     // (`title.model_name` the run's role may not use: the local title, as with none)
     const model = yield* AuthorizationMW.configuredModel(authorization, config.model_name, "Title")
     let done = false
@@ -95,7 +103,7 @@ export const layer = (config: TitleConfig, authorization?: Authz.Authorization):
         const user = due(current.title, current.messages)
         return user === undefined
           ? Effect.void
-          : Effect.ignore(state.update({ title: fallbackTitle(userText(user), config.max_chars) }))
+          : Effect.ignore(state.update({ title: localTitle(user) }))
       })
     return {
       run: (loop) => Effect.onExit(loop, onEnd),
@@ -106,7 +114,7 @@ export const layer = (config: TitleConfig, authorization?: Authz.Authorization):
             const user = due(current.title, current.messages)
             done = true
             if (user === undefined) return Effect.succeed(response)
-            const local = fallbackTitle(userText(user), config.max_chars)
+            const local = localTitle(user)
             if (model === undefined || model === null) return Effect.succeed(withUpdate(response, { title: local }))
             const prompt = titlePrompt(config, userText(user), M.text(response.message))
             if (prompt === undefined) {

@@ -37,6 +37,13 @@ export const MAX_VALUE_CHARS = 16 * 1024
 /** The most characters of all of a request's names and values together. */
 export const MAX_TOTAL_CHARS = 64 * 1024
 
+/**
+ * The most lines of `MIN_SECRET_LENGTH` characters or more a request's values may hold in all (a value of one line is
+ * one): each is masked alone, in each of its forms, in every text of the run (a private key's 50 lines, a few
+ * certificates'), and thousands of them made every text's mask search tens of thousands of texts.
+ */
+export const MAX_MASKED_LINES = 256
+
 // ---------------------------------------------------------------------------------------------------------
 // Front matter
 
@@ -131,6 +138,13 @@ export const decodeRequest = (raw: unknown, where: string): Either.Either<Reques
       return Either.left(`${where} holds more than ${MAX_TOTAL_CHARS} characters of names and values`)
     }
     out.set(name, value)
+  }
+  const lines = [...out.values()].reduce((sum, value) => sum + linesOf(value).length, 0)
+  if (lines > MAX_MASKED_LINES) {
+    return Either.left(
+      `${where} holds ${lines} lines of ${MIN_SECRET_LENGTH} characters or more; at most ${MAX_MASKED_LINES} are ` +
+        "accepted (each is masked alone in everything the run says)"
+    )
   }
   return Either.right(out.size === 0 ? undefined : Redacted.make(out))
 }
@@ -277,10 +291,14 @@ export const maskedTexts = (values: Iterable<string>): ReadonlyArray<string> => 
 export const withLines = (values: Iterable<string>): ReadonlyArray<string> => {
   const out = new Set<string>()
   for (const value of values) {
-    for (const text of [value, ...value.split(/\r?\n/)]) if (text.length >= MIN_SECRET_LENGTH) out.add(text)
+    for (const text of [value, ...linesOf(value)]) if (text.length >= MIN_SECRET_LENGTH) out.add(text)
   }
   return [...out]
 }
+
+/** The lines of `value` long enough to be masked alone (`MIN_SECRET_LENGTH`). */
+const linesOf = (value: string): ReadonlyArray<string> =>
+  value.split(/\r?\n/).filter((line) => line.length >= MIN_SECRET_LENGTH)
 
 /**
  * A run's redactor: `base` hiding also the request's `secrets` (each line of one of several lines too, in every form

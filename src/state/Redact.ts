@@ -25,6 +25,12 @@ export const MIN_SECRET_LENGTH = 8
  */
 export const MIN_HIDDEN_PREFIX = 4
 
+/**
+ * The longest text a redactor searches for in its one pattern; a longer one (a long secret, its hex or base64) is
+ * searched for alone.
+ */
+export const MAX_PATTERN_TEXT = 256
+
 /** The longest word a stream holds back while it may still become a URL with credentials. */
 const MAX_HOLD = 4096
 
@@ -188,7 +194,11 @@ export const make = (secrets: Iterable<SecretInput> = [], options: Options = {})
     if (options.encoded === true) for (const form of encodedForms(value)) set.add(form)
   }
   const list = [...set].sort((a, b) => b.length - a.length)
-  const secretPattern = list.length === 0 ? undefined : new RegExp(list.map(escapeRegExp).join("|"), "g")
+  // (a long text is searched for alone, never in the pattern: JavaScript refuses a pattern with an alternative of
+  // 32,768 characters or more, quoting it whole in its error, and compiles long ones slowly)
+  const long = list.filter((secret) => secret.length > MAX_PATTERN_TEXT)
+  const short = list.filter((secret) => secret.length <= MAX_PATTERN_TEXT)
+  const secretPattern = short.length === 0 ? undefined : new RegExp(short.map(escapeRegExp).join("|"), "g")
   const longest = list.length === 0 ? 0 : list[0]!.length
 
   const mayHold = (text: string) =>
@@ -197,6 +207,7 @@ export const make = (secrets: Iterable<SecretInput> = [], options: Options = {})
   const text = (input: string): string => {
     if (!mayHold(input)) return input
     let out = input
+    for (const secret of long) if (out.includes(secret)) out = out.split(secret).join(MARKER)
     if (secretPattern !== undefined) out = out.replace(secretPattern, MARKER)
     if (out.includes("://")) out = url(out)
     return out.replace(authTokens(), `$1$2${MARKER}`)
@@ -231,7 +242,8 @@ export const make = (secrets: Iterable<SecretInput> = [], options: Options = {})
     const word = pending.slice(start)
     const tail = word.slice(-6).toLowerCase()
     if (word.includes(":") || SCHEME_STARTS.some((start) => tail.endsWith(start))) {
-      cut = word.length > MAX_HOLD ? pending.length - Math.max(256, longest) : start
+      // (never below 0: a cut past the start released all but the end, a long secret's beginning with it)
+      cut = word.length > MAX_HOLD ? Math.max(0, pending.length - Math.max(256, longest)) : start
     }
     // "Bearer " waits for its token, and the token for its end.
     const scheme = SCHEME_AT_END.exec(pending.slice(0, start))
@@ -248,6 +260,11 @@ export const make = (secrets: Iterable<SecretInput> = [], options: Options = {})
     }
     // No complete match may straddle the cut (there is none when nothing in `pending` may hold one).
     if (!mayHold(pending)) return cut
+    for (const secret of long) {
+      for (let at = pending.indexOf(secret); at >= 0 && at < cut; at = pending.indexOf(secret, at + secret.length)) {
+        if (at + secret.length > cut) cut = at
+      }
+    }
     for (const pattern of [secretPattern, urlCredentials(), authTokens()]) {
       if (pattern === undefined) continue
       for (const match of pending.matchAll(new RegExp(pattern.source, pattern.flags))) {
