@@ -25,12 +25,6 @@ export const MIN_SECRET_LENGTH = 8
  */
 export const MIN_HIDDEN_PREFIX = 4
 
-/**
- * The longest text a redactor searches for in its one pattern; a longer one (a long secret, its hex or base64) is
- * searched for alone.
- */
-export const MAX_PATTERN_TEXT = 256
-
 /** The longest word a stream holds back while it may still become a URL with credentials. */
 const MAX_HOLD = 4096
 
@@ -72,8 +66,6 @@ export interface Redactor {
 }
 
 type SecretInput = string | Redacted.Redacted<string> | null | undefined
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 // Global regular expressions are made per use (these functions): a module-level one keeps its lastIndex.
 
@@ -194,11 +186,9 @@ export const make = (secrets: Iterable<SecretInput> = [], options: Options = {})
     if (options.encoded === true) for (const form of encodedForms(value)) set.add(form)
   }
   const list = [...set].sort((a, b) => b.length - a.length)
-  // (a long text is searched for alone, never in the pattern: JavaScript refuses a pattern with an alternative of
-  // 32,768 characters or more, quoting it whole in its error, and compiles long ones slowly)
-  const long = list.filter((secret) => secret.length > MAX_PATTERN_TEXT)
-  const short = list.filter((secret) => secret.length <= MAX_PATTERN_TEXT)
-  const secretPattern = short.length === 0 ? undefined : new RegExp(short.map(escapeRegExp).join("|"), "g")
+  // Each text is searched for alone (`indexOf`), never in one pattern of them all: JavaScript refuses a pattern holding
+  // an alternative of 32,768 characters or more (a 16 KiB secret's hex), quoting it whole in its error, and compiles
+  // and runs one of thousands of alternatives for seconds, where a search of each takes milliseconds.
   const longest = list.length === 0 ? 0 : list[0]!.length
 
   const mayHold = (text: string) =>
@@ -207,8 +197,7 @@ export const make = (secrets: Iterable<SecretInput> = [], options: Options = {})
   const text = (input: string): string => {
     if (!mayHold(input)) return input
     let out = input
-    for (const secret of long) if (out.includes(secret)) out = out.split(secret).join(MARKER)
-    if (secretPattern !== undefined) out = out.replace(secretPattern, MARKER)
+    for (const secret of list) if (out.includes(secret)) out = out.split(secret).join(MARKER)
     if (out.includes("://")) out = url(out)
     return out.replace(authTokens(), `$1$2${MARKER}`)
   }
@@ -258,18 +247,26 @@ export const make = (secrets: Iterable<SecretInput> = [], options: Options = {})
         }
       }
     }
-    // No complete match may straddle the cut (there is none when nothing in `pending` may hold one).
+    // No complete match may straddle the cut (there is none when nothing in `pending` may hold one); a cut moved
+    // back may split a match found whole before, so until none does.
     if (!mayHold(pending)) return cut
-    for (const secret of long) {
-      for (let at = pending.indexOf(secret); at >= 0 && at < cut; at = pending.indexOf(secret, at + secret.length)) {
-        if (at + secret.length > cut) cut = at
+    for (let moved = true; moved;) {
+      moved = false
+      for (const secret of list) {
+        for (let at = pending.indexOf(secret); at >= 0 && at < cut; at = pending.indexOf(secret, at + secret.length)) {
+          if (at + secret.length > cut) {
+            cut = at
+            moved = true
+          }
+        }
       }
-    }
-    for (const pattern of [secretPattern, urlCredentials(), authTokens()]) {
-      if (pattern === undefined) continue
-      for (const match of pending.matchAll(new RegExp(pattern.source, pattern.flags))) {
-        const at = match.index
-        if (at < cut && at + match[0].length > cut) cut = at
+      for (const pattern of [urlCredentials(), authTokens()]) {
+        for (const match of pending.matchAll(pattern)) {
+          if (match.index < cut && match.index + match[0].length > cut) {
+            cut = match.index
+            moved = true
+          }
+        }
       }
     }
     return cut
