@@ -20,6 +20,7 @@ import { Mcp } from "../../../services/Mcp.js"
 import type { Service, TaskRecord } from "../../../services/McpTasks.js"
 import { ACTIVE, McpTaskError, McpTasks, submitted, TERMINAL } from "../../../services/McpTasks.js"
 import type { StoreError } from "../../../services/RunContext.js"
+import * as SkillSecrets from "../../../services/SkillSecrets.js"
 import * as Redact from "../../../state/Redact.js"
 import * as Records from "./Records.js"
 import * as TaskSecrets from "./TaskSecrets.js"
@@ -73,6 +74,16 @@ export const make = (
           TaskDriver.submit(mcp, request.server, driverData, request.arguments, scope),
           driverFailed
         )
+        // (the handle is kept as it came, as every poll and cancel sends it back: one holding a secret of the run, or of
+        // the process, is not kept, its task cancelled)
+        if (SkillSecrets.runRedactor(redact, request.secrets).test(remote)) {
+          yield* Effect.ignore(TaskDriver.cancel(mcp, { server: request.server, remoteTaskId: remote, driverData, scope }))
+          return yield* new McpTaskError({
+            reason: "protocol",
+            message: `MCP server '${request.server}' answered with a task id that holds a secret (the run's or the ` +
+              "gateway's): the task was cancelled and is not tracked"
+          })
+        }
         const now = yield* Clock.currentTimeMillis
         const id = `mcp-task-${Crypto.randomUUID().replace(/-/g, "")}`
         const whose = { id, user_id: request.userId, thread_id: request.threadId }
