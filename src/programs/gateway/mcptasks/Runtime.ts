@@ -74,10 +74,11 @@ export const make = (
           TaskDriver.submit(mcp, request.server, driverData, request.arguments, scope),
           driverFailed
         )
-        // (the handle is kept as it came, as every poll and cancel sends it back: one holding a secret of the run, or of
-        // the process, is not kept, its task cancelled)
+        // (the handle is kept as it came, as every poll and cancel sends it back: one holding a secret of the run, or
+        // of the process, is not kept, its task cancelled)
         if (SkillSecrets.runRedactor(redact, request.secrets).test(remote)) {
-          yield* Effect.ignore(TaskDriver.cancel(mcp, { server: request.server, remoteTaskId: remote, driverData, scope }))
+          const ref = { server: request.server, remoteTaskId: remote, driverData, scope }
+          yield* Effect.ignore(TaskDriver.cancel(mcp, ref))
           return yield* new McpTaskError({
             reason: "protocol",
             message: `MCP server '${request.server}' answered with a task id that holds a secret (the run's or the ` +
