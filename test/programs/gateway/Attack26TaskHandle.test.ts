@@ -9,6 +9,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
 import { filesHolding } from "../../support/filesHolding.js"
+import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -20,12 +21,16 @@ const B64 = Buffer.from(SECRET).toString("base64")
 
 /** Its submit answers with the topic as the task's id (`b64 ...`: the rest base64-encoded; `ok ...`: its own). */
 const SERVER = reportTaskServer({
-  status: `return answer({ task_id: args.task_id, status: task === undefined ? "failed" : "running" })`
+  status: `if (task?.topic.startsWith("perr ")) return cut(task.topic.slice(5))
+    return answer({ task_id: args.task_id, status: task === undefined ? "failed" : "running" })`,
+  // (an error whose text the driver cuts at 500 characters inside the secret: its beginning was kept)
+  prelude: `const cut = (said) => ({ isError: true, content: [{ type: "text", text: "E".repeat(490) + said }] })`
 }).replace(
   `const id = "remote-" + process.pid + "-" + (++n)`,
   `const topic = String(args.topic)
+        if (topic.startsWith("err ")) return cut(topic.slice(4))
         const id = topic.startsWith("b64 ") ? Buffer.from(topic.slice(4)).toString("base64")
-          : topic.startsWith("ok ") ? "remote-" + (++n) : topic`
+          : /^(ok|perr) /.test(topic) ? "remote-" + process.pid + "-" + (++n) : topic`
 )
 
 allowNodeServers()
@@ -33,7 +38,11 @@ allowNodeServers()
 const script = (body: any) => {
   if (body.messages.at(-1)?.role === "tool") return "Started."
   const text = Support.lastUserText(body)
-  const topics = text.includes("fine") ? ["ok fine"] : [SECRET, `b64 ${SECRET}`]
+  const topics = text.includes("fine")
+    ? ["ok fine"]
+    : text.includes("cut")
+    ? [`err ${SECRET}`, `perr ${SECRET}`]
+    : [SECRET, `b64 ${SECRET}`]
   return { toolCalls: topics.map((topic) => ({ name: "tasks_start_report", arguments: { topic } })) }
 }
 
@@ -62,7 +71,7 @@ const run = async (prompt: string) => {
   const state = await Requests.ok(await call(Support.ALICE, `/threads/${threadId}/state`))
   const results = state.values.messages.filter((m: any) => m.type === "tool" && m.name === "tasks_start_report")
   const tasks = await Requests.ok(await call(Support.ALICE, `/threads/${threadId}/mcp-tasks`))
-  return { results, tasks, state }
+  return { results, tasks, state, threadId: threadId as string }
 }
 
 describe("Attack26: an MCP task server answers a submit with a request secret as the task's id", () => {
@@ -76,6 +85,25 @@ describe("Attack26: an MCP task server answers a submit with a request secret as
     assert.notInclude(JSON.stringify(state), MARK)
     assert.notInclude(JSON.stringify(state), B64.slice(4, 24))
     assert.deepStrictEqual(filesHolding(home, [MARK, B64.slice(4, 24)]), [])
+  }, SLOW)
+
+  it("an error cut inside a request secret (at 500 characters) keeps none of it: the submit's, a poll's", async () => {
+    const { results, tasks, threadId } = await run("cut errors")
+    assert.lengthOf(results, 2)
+    const beginning = SECRET.slice(0, 10)
+    assert.include(String(results[0].content), "could not start: MCP task tool 'start_report' returned an error: EEE")
+    assert.notInclude(String(results[0].content), beginning)
+    const listed = tasks.tasks ?? tasks
+    assert.lengthOf(listed, 1)
+    const polled = await eventually(async () => {
+      const task = await Requests.ok(
+        await Requests.api(() => gateway)(Support.ALICE, `/threads/${threadId}/mcp-tasks/${listed[0].task_id}`)
+      )
+      return task.last_poll_error === null || task.last_poll_error === undefined ? undefined : task
+    }, "a failed poll", { tries: 200, everyMs: 100 })
+    assert.include(polled.last_poll_error, "returned an error: EEE")
+    assert.notInclude(JSON.stringify(polled), beginning)
+    assert.deepStrictEqual(filesHolding(home, beginning), [])
   }, SLOW)
 
   it("an ordinary id of the same run is tracked", async () => {

@@ -70,13 +70,15 @@ export const make = (
         const { submit_tool, status_tool, cancel_tool } = request.toolset
         const driverData = { submit_tool, status_tool, cancel_tool }
         const scope = { userId: request.userId, threadId: request.threadId }
+        // (a server's error text is cut by the driver, maybe inside a secret of the run: its beginning is hidden too)
+        const hide = SkillSecrets.runRedactor(redact, request.secrets)
         const remote = yield* Effect.mapError(
           TaskDriver.submit(mcp, request.server, driverData, request.arguments, scope),
-          driverFailed
+          (error) => driverFailed(new TaskDriver.DriverError({ ...error, message: hide.last(error.message) }))
         )
         // (the handle is kept as it came, as every poll and cancel sends it back: one holding a secret of the run, or
         // of the process, is not kept, its task cancelled)
-        if (SkillSecrets.runRedactor(redact, request.secrets).test(remote)) {
+        if (hide.test(remote)) {
           const ref = { server: request.server, remoteTaskId: remote, driverData, scope }
           yield* Effect.ignore(TaskDriver.cancel(mcp, ref))
           return yield* new McpTaskError({

@@ -84,6 +84,9 @@ export const guarded = (guard: Guard, snapshot: Snapshot): Snapshot =>
     })
   })
 
-/** An error text (a failed poll's) as `guard` keeps it. */
+/**
+ * An error text (a failed poll's) as `guard` keeps it; the driver cuts a server's error text, maybe inside a secret,
+ * whose beginning at its end is hidden too (`Redact.Redactor.last`).
+ */
 export const guardedText = (guard: Guard, text: string): string =>
-  Either.match(guard, { onRight: (redact) => redact.text(text), onLeft: (notice) => notice })
+  Either.match(guard, { onRight: (redact) => redact.last(text), onLeft: (notice) => notice })
