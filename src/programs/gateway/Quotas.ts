@@ -18,6 +18,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfigService } from "../../services/AppConfig.js"
@@ -251,8 +252,13 @@ export const make = (
               : Effect.void
           }
         )
-      // (reserved from the check until written or failed: the lock orders this process's, the reservation others')
-      const admitted = Effect.acquireUseRelease(shared.files(userId, adding, check), () => write, (held) => held.free)
+      // (reserved from the check until written or failed, in a scope of its own (not one `write` may be given): the
+      // lock orders this process's, the reservation others')
+      const admitted = Effect.acquireUseRelease(
+        Scope.make(),
+        (scope) => Effect.zipRight(Scope.extend(shared.files(userId, adding, check), scope), write),
+        (scope, exit) => Scope.close(scope, exit)
+      )
       return limit === 0 ? write : Effect.flatMap(bytesLock(userId), (lock) => lock.withPermits(1)(admitted))
     }
 

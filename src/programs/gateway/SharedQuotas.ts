@@ -3,18 +3,15 @@
  * `gateway.quotas.max_threads_per_user`, `max_user_bytes`), so that a burst of one user's new threads or uploads
  * across processes is admitted as in one process: a thread's count and its making go together under a lock of the
  * user's held in the database (`threads`), and the files a request is to write are reserved there from their check
- * until they are written or failed (`files`), each process's check counting the others' reservations. In one process
+ * until they are written or failed, however long that takes (`files`: the request's scope), each process's check
+ * counting the others' reservations. In one process
  * (`inProcess`: SQLite or the in-memory store) there is nothing to share: `Quotas`' own locks of the user's order
  * them. On PostgreSQL: `store/PgSharedQuotas`; a configuration's: `store/QuotaWiring`.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { StoreError } from "../../services/RunContext.js"
-
-/** What a request's files reserved: freed (once) when they are written or failed. */
-export interface FilesReservation {
-  readonly free: Effect.Effect<void>
-}
 
 /** The service. */
 export interface Service {
@@ -26,22 +23,21 @@ export interface Service {
   /**
    * Runs `check` with the bytes the user's other requests reserved and have not written yet (in other processes;
    * read before `check` measures the files, so a request that wrote meanwhile is counted at least once), one check
-   * of the user's at a time across processes; passed, reserves `adding` bytes until the reservation is freed.
+   * of the user's at a time across processes; passed, reserves `adding` bytes until the scope closes (the files
+   * written or failed), kept live meanwhile however long the request writes.
    */
   readonly files: <E>(
     userId: string,
     adding: number,
     check: (reserved: number) => Effect.Effect<void, E>
-  ) => Effect.Effect<FilesReservation, E | StoreError>
+  ) => Effect.Effect<void, E | StoreError, Scope.Scope>
 }
 
 /** The port. */
 export class SharedQuotas extends Context.Tag("antler/gateway/SharedQuotas")<SharedQuotas, Service>() {}
 
-const NOTHING: FilesReservation = { free: Effect.void }
-
 /** One process's: nothing shared (its own locks of the user's order its checks: `Quotas`). */
 export const inProcess: Service = {
   threads: (_userId, make) => make,
-  files: (_userId, _adding, check) => Effect.as(check(0), NOTHING)
+  files: (_userId, _adding, check) => check(0)
 }

@@ -55,6 +55,8 @@ export interface StartOptions {
   readonly reload?: boolean
   /** The gateway's logger (`captureLogs`'s). */
   readonly logger?: Layer.Layer<never>
+  /** References the gateway's layers are built with (a test's shorter life of something: `Context.Reference`s). */
+  readonly references?: Layer.Layer<never>
   /**
    * The thread store the gateway is given, of the configured one: a test watching or failing what the gateway asks
    * of it wraps it.
@@ -116,7 +118,10 @@ export const start = async (options: StartOptions): Promise<TestGateway> => {
         : {})
     }).pipe(Layer.merge(Layer.succeed(Scripted, scripted)))
   }))
-  const runtime = ManagedRuntime.make(options.logger === undefined ? layer : Layer.provide(layer, options.logger))
+  const logged = options.logger === undefined ? layer : Layer.provide(layer, options.logger)
+  const runtime = ManagedRuntime.make(
+    options.references === undefined ? logged : Layer.provide(logged, options.references)
+  )
   const { address, scripted, store, runs } = await runtime.runPromise(Effect.gen(function*() {
     return {
       address: (yield* HttpServer.HttpServer).address,

@@ -5,8 +5,8 @@
  * go): the next process's count sees it. An upload's (a copy's, a branch's) files are reserved in
  * `antler_file_reservations` (a row: its owner, its bytes, when it lapses) by a transaction that takes the user's
  * files lock, reads the user's live reservations, then has the files measured (`check`) and inserts its row only when
- * they fit; the row is deleted once the files are written or failed, and lapses after `TTL_MS` when its process
- * died first (forgotten at the user's next check). Loaded only when PostgreSQL is configured (`@effect/sql-pg` is an
+ * they fit; the row is renewed while the request writes, deleted once the files are written or failed, and lapses
+ * `TTL_MS` after its last renewal when its process died first (forgotten at the user's next check). Loaded only when PostgreSQL is configured (`@effect/sql-pg` is an
  * optional peer).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -29,10 +29,15 @@ const THREAD_LOCKS = 72_461_144
 const FILE_LOCKS = 72_461_145
 
 /**
- * How long a reservation of files lives, in milliseconds: an upload's write (its files, their conversions to
- * Markdown) or a copy's ends well within it; a process that died while writing holds the bytes no longer.
+ * How long a reservation of files lives past its last renewal, in milliseconds: renewed every third of it while its
+ * request writes (`ReservationTtl`), it holds the bytes of a process that died while writing no longer than this.
  */
 export const TTL_MS = 10 * 60_000
+
+/** The life of a reservation of files (`TTL_MS`; a test's shorter). */
+export class ReservationTtl extends Context.Reference<ReservationTtl>()("antler/gateway/FileReservationTtl", {
+  defaultValue: () => TTL_MS
+}) {}
 
 /** The table (`IF NOT EXISTS`: run by every process that opens it). */
 export const MIGRATIONS: ReadonlyArray<string> = [
@@ -85,8 +90,9 @@ export const make = (url: Redacted.Redacted<string> | string) =>
       threads: (userId, make) => transaction(Effect.zipRight(lock(THREAD_LOCKS, userId), outside(make))),
       files: (userId, adding, check) =>
         Effect.gen(function*() {
+          const ttl = yield* ReservationTtl
           const id = Crypto.randomUUID()
-          yield* transaction(Effect.gen(function*() {
+          const reserve = transaction(Effect.gen(function*() {
             yield* lock(FILE_LOCKS, userId)
             const now = yield* Clock.currentTimeMillis
             yield* query(`DELETE FROM antler_file_reservations WHERE owner = ? AND expires_at <= ?`, [userId, now])
@@ -101,24 +107,34 @@ export const make = (url: Redacted.Redacted<string> | string) =>
                 id,
                 userId,
                 adding,
-                now + TTL_MS
+                now + ttl
               ])
             }
           }))
-          let freed = adding <= 0
-          return {
-            free: Effect.suspend(() => {
-              if (freed) return Effect.void
-              freed = true
-              // (a reservation not deleted lapses)
-              return query(`DELETE FROM antler_file_reservations WHERE id = ?`, [id]).pipe(
-                Effect.catchAll((error) =>
-                  Effect.logWarning(`user ${userId}: their files' reservation: ${error.message}`)
-                ),
-                Effect.asVoid
+          if (adding <= 0) return yield* reserve
+          const warned = <A>(what: string, effect: Effect.Effect<A, StoreError>) =>
+            Effect.catchAll(
+              Effect.asVoid(effect),
+              (error) => Effect.logWarning(`user ${userId}: their files' reservation, ${what}: ${error.message}`)
+            )
+          // (freed once the request's scope closes, its files written or failed; a reservation not deleted lapses)
+          yield* Effect.acquireRelease(
+            reserve,
+            () => warned("freed", query(`DELETE FROM antler_file_reservations WHERE id = ?`, [id]))
+          )
+          // renewed while the request writes (a slow conversion, a copy of many files), put back if it lapsed
+          // meanwhile (a process stalled past its life); stopped before the reservation is freed (the scope's
+          // finalizers run in reverse), a renewal under way finished first, so none follows the delete
+          const renew = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            warned(
+              "renewed",
+              query(
+                `INSERT INTO antler_file_reservations (id, owner, bytes, expires_at) VALUES (?, ?, ?, ?)
+                  ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`,
+                [id, userId, adding, now + ttl]
               )
-            })
-          }
+            ))
+          yield* Effect.forkScoped(Effect.forever(Effect.delay(Effect.uninterruptible(renew), ttl / 3)))
         })
     }
     return service
