@@ -38,10 +38,16 @@ export interface Reservation {
   readonly recorded: Effect.Effect<void>
   /** Frees what it reserved (once). */
   readonly free: Effect.Effect<void>
+  /**
+   * `updates` (a checkpoint) were kept in its thread under another run's id than its own (a copy's or a branch's
+   * checkpoints, under the runs they copy): what it reserved is freed by their bytes, as its own writes' are
+   * (`drain`; on PostgreSQL a statement after the write's, so an admission in between counts them twice: sooner).
+   */
+  readonly kept: (updates: unknown) => Effect.Effect<void>
 }
 
 /** Nothing reserved. */
-export const NONE: Reservation = { recorded: Effect.void, free: Effect.void }
+export const NONE: Reservation = { recorded: Effect.void, free: Effect.void, kept: () => Effect.void }
 
 /** The service. */
 export interface Service {
@@ -81,7 +87,11 @@ export const inProcess = (): Service => {
         yield* StorageQuota.admit(store, limits, userId, threadId, adding, reservations.of(userId, threadId))
         if (adding <= 0 || !StorageQuota.limited(limits)) return NONE
         yield* reservations.reserve(runId, userId, threadId, adding)
-        return { recorded: reservations.lower(runId, pending), free: reservations.free(runId) }
+        return {
+          recorded: reservations.lower(runId, pending),
+          free: reservations.free(runId),
+          kept: (updates) => Effect.suspend(() => reservations.drain(runId, threadId, InputBounds.jsonBytes(updates)))
+        }
       })),
     // (measured only for a holder that holds bytes there: a run's first steps, a write; not every checkpoint)
     drain: (threadId, holder, updates) =>

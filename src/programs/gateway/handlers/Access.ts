@@ -106,6 +106,19 @@ export const make = Effect.gen(function*() {
     writer: string,
     adding: number,
     write: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | GatewayError, R> => filling(userId, stored, writer, adding, () => write)
+
+  /**
+   * `withinStorage` for a write that keeps checkpoints under other runs' ids than `writer` (a copy's, a branch's):
+   * it tells each one it kept (`kept`), which frees its reservation by that checkpoint's bytes as a run's own
+   * checkpoints free its, so that what it has written is not counted twice, reserved and kept, while it goes.
+   */
+  const filling = <A, E, R>(
+    userId: string,
+    stored: string,
+    writer: string,
+    adding: number,
+    write: (kept: (updates: unknown) => Effect.Effect<void>) => Effect.Effect<A, E, R>
   ): Effect.Effect<A, E | GatewayError, R> =>
     Effect.acquireUseRelease(
       Effect.mapError(
@@ -118,7 +131,7 @@ export const make = Effect.gen(function*() {
         }),
         refused
       ),
-      () => write,
+      (reserved) => write(reserved.kept),
       (reserved) => reserved.free
     )
 
@@ -180,6 +193,7 @@ export const make = Effect.gen(function*() {
     newThread,
     withBytes,
     withinStorage,
+    filling,
     loadState,
     threadStatus,
     fullThread,

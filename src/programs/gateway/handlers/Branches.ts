@@ -291,21 +291,22 @@ export const layer = (api: DeerFlowApi) =>
               base === undefined ? undefined : { ...base.right, title },
               { ...snapshot.right, title }
             )
-            // (about what the parent keeps, reserved until the branch is seeded: `withinStorage`)
-            const { clone } = yield* access.withinStorage(
+            // (about what the parent keeps, reserved until the branch is seeded, freed by each seed: `filling`)
+            const { clone } = yield* access.filling(
               user,
               ThreadIds.storedIds(user, branchId)[0]!,
               `${BRANCH_WRITER}${branchId}`,
               kept?.bytes ?? 0,
-              Effect.gen(function*() {
-                const seeded = yield* seeding
+              (seeded) => Effect.gen(function*() {
+                const done = yield* seeding
                 for (const [i, seed] of seeds.entries()) {
                   const updates = latest && i === seeds.length - 1
                     ? [...seed.updates, { artifacts: snapshot.right.artifacts }]
                     : seed.updates
-                  yield* Effect.mapError(store.append(seeded.made.thread_id, seed.runId, updates), storeFailed)
+                  yield* Effect.mapError(store.append(done.made.thread_id, seed.runId, updates), storeFailed)
+                  yield* seeded(updates)
                 }
-                return seeded
+                return done
               })
             )
             return json(BranchesApi.Branch, {

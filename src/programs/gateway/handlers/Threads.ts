@@ -324,8 +324,9 @@ export const layer = (api: LangGraphApi) =>
             const leased = ThreadIds.storedIds(userId, copyId)[0]!
             const writer = `${COPY_WRITER}${copyId}`
             const hold = Effect.mapError(Run.takeLease(store, leased, writer), storeFailed)
-            // (what the thread keeps, reserved under the copy's lease until the copy is done: `withinStorage`)
-            yield* access.withinStorage(userId, leased, writer, kept?.bytes ?? 0, Effect.gen(function*() {
+            // (what the thread keeps, reserved under the copy's lease until the copy is done, freed by each
+            // checkpoint it copies: `filling`)
+            yield* access.filling(userId, leased, writer, kept?.bytes ?? 0, (copied) => Effect.gen(function*() {
               if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} is held by another.`)
               yield* access.withBytes(userId, adding, Effect.gen(function*() {
                 const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
@@ -356,7 +357,9 @@ export const layer = (api: LangGraphApi) =>
                       if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} was taken.`)
                       renewed = yield* Clock.currentTimeMillis
                     }
-                    yield* Effect.mapError(store.append(made.thread_id, run_id, updates.map(rebound)), storeFailed)
+                    const written = updates.map(rebound)
+                    yield* Effect.mapError(store.append(made.thread_id, run_id, written), storeFailed)
+                    yield* copied(written)
                   }
                 }).pipe(Effect.tapError(() =>
                   Effect.ignore(Effect.andThen(

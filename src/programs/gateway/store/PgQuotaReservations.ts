@@ -28,6 +28,7 @@ import { decodeRows } from "../../../layers/store/Rows.js"
 import { StoreError } from "../../../services/RunContext.js"
 import * as Run from "../../Run.js"
 import { DEFAULT_USER } from "../Auth.js"
+import * as InputBounds from "../InputBounds.js"
 import * as QuotaReservations from "../QuotaReservations.js"
 import * as StorageQuota from "../StorageQuota.js"
 
@@ -143,7 +144,13 @@ export const make = (url: Redacted.Redacted<string> | string) =>
             pending,
             runId
           ]),
-        free
+        free,
+        kept: (updates) =>
+          write(
+            runId,
+            `UPDATE antler_quota_reservations SET bytes = GREATEST(bytes - ?, 0) WHERE run_id = ? AND bytes > 0`,
+            [InputBounds.jsonBytes(updates), runId]
+          )
       }
     }
     const service: QuotaReservations.Service = {
