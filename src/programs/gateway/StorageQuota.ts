@@ -50,11 +50,21 @@ export const FIRST_STEP_COPIES = 3
 export const FIRST_STEP_FRAMING = 4 * 1024
 
 /**
+ * What the first checkpoint adds to each input message, at most, besides its copies: the id a message sent without
+ * one is given (`"id":"<uuid>",`, 42 bytes) and its type (`"type":"human",`, 15), so that an input of many small
+ * messages is covered too (`{"content":""}`, 15 bytes sent with its comma, is kept as 74, 29 over three copies:
+ * `StorageQuota26FirstStepMessages.test.ts`, on SQLite and PostgreSQL alike; past the framing at about 100).
+ */
+export const FIRST_STEP_PER_MESSAGE = 64
+
+/**
  * What a run whose input messages are `messages` keeps with its first step, at most, in bytes: what its admission
  * reserves for them (`QuotaReservations`), so that a run admitted near a limit does not pass it with its first step.
  */
 export const firstStepBytes = (messages: unknown): number =>
-  FIRST_STEP_COPIES * InputBounds.jsonBytes(messages) + FIRST_STEP_FRAMING
+  FIRST_STEP_COPIES * InputBounds.jsonBytes(messages) +
+  FIRST_STEP_PER_MESSAGE * (Array.isArray(messages) ? messages.length : 1) +
+  FIRST_STEP_FRAMING
 
 /** What the threads of `userId` keep (the local user's include those made without an owner: the CLI's). */
 const ownedBy = (store: ThreadStore["Type"], userId: string) => store.bytesOwned(userId, userId === DEFAULT_USER)

@@ -49,7 +49,7 @@ const formOf = (name: string, size: number) => {
 }
 
 describe.skipIf("skip" in pg)("a reservation of files across processes, renewed while its request writes", () => {
-  it("an upload that writes for longer than a reservation's life keeps its bytes reserved until it is done", async () => {
+  it("an upload writing for longer than a reservation's life keeps its bytes reserved until it is done", async () => {
     const LIMIT = 100 * KiB
     const url = await (pg as Postgres.Postgres).createDatabase()
     const config = { database: { url }, gateway: { ...Support.twoUsers, quotas: { max_user_bytes: LIMIT } } }
