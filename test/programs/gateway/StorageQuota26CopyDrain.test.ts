@@ -1,11 +1,12 @@
 /**
- * A thread's copy reserves what the thread keeps (`max_thread_bytes_per_user`) until it is done, and what it has
- * copied frees that reservation as it is kept, as a run's checkpoints free its own. Before, the copy's checkpoints
- * (kept under the ids of the runs they copy, not the copy's) freed none of it: while the copy went, what it had
- * written counted twice, kept and still reserved, and a user near the limit was refused a write that fitted. On
- * SQLite and on PostgreSQL (two gateways: the copy on one, the write on the other; skipped, saying why, without
- * PostgreSQL). The copy is held at its end, all its checkpoints kept, until the test has written (the store's
- * release of the copy's lease waits); the model is SCRIPTED, the clients speak HTTP.
+ * A thread's copy (and a branch) reserves what the thread keeps (`max_thread_bytes_per_user`) until it is done, and
+ * what it has copied frees that reservation as it is kept, as a run's checkpoints free its own. Before, the copy's
+ * checkpoints (kept under the ids of the runs they copy, not the copy's; a branch's seeds under runs of their own)
+ * freed none of it: while the copy went, what it had written counted twice, kept and still reserved, and a user near
+ * the limit was refused a write that fitted. On SQLite and on PostgreSQL (for the copy two gateways: the copy on one,
+ * the write on the other; skipped, saying why, without PostgreSQL). The copy is held at its end, all its checkpoints
+ * kept, until the test has written (the store's release of the copy's lease waits; a branch's last seed waits once
+ * kept); the model is SCRIPTED, the clients speak HTTP.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -101,9 +102,82 @@ const perBackend = (name: string, database: () => Promise<Record<string, unknown
     })
   })
 
+/** The same for a branch from the latest answer: its seeds, under runs of their own, free its reservation. */
+const branchPerBackend = (name: string, database: () => Promise<Record<string, unknown> | undefined>) =>
+  describe(`${name}: a branch's seeds free its reservation`, () => {
+    const gateways: Array<TestGateway> = []
+    afterAll(() => Promise.all(gateways.map((g) => g.stop())))
+
+    it("a user near the limit branches a thread and, while it is seeded, can still write what remains", async (c) => {
+      const extra = await database()
+      if (extra === undefined) return c.skip()
+      const config = {
+        ...extra,
+        gateway: {
+          ...Support.twoUsers,
+          quotas: { max_user_bytes: 0, max_thread_bytes: 0, max_thread_bytes_per_user: LIMIT }
+        }
+      }
+      // the branch's last seed (the one with the artifacts), once kept, waits for the test: the seeds before it are
+      // kept and told
+      let entered!: () => void
+      const seeded = new Promise<void>((resolve) => (entered = resolve))
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      const wrapStore = (store: ThreadStore["Type"]): ThreadStore["Type"] => ({
+        ...store,
+        // (the gateway's store keeps a checkpoint under quotas by `appendMeasured`)
+        appendMeasured: (threadId, runId, updates, owner) =>
+          runId.startsWith("branch-seed-") && updates.some((update) => "artifacts" in update)
+            ? Effect.tap(store.appendMeasured(threadId, runId, updates, owner), () =>
+              Effect.promise(() => {
+                entered()
+                return released
+              }))
+            : store.appendMeasured(threadId, runId, updates, owner)
+      })
+      const gateway = await Support.start({ script: () => "ok", config, wrapStore })
+      gateways.push(gateway)
+      const alice = Requests.as(() => gateway, ALICE)
+      assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "trunk" })).status, 200)
+      const ran = await alice("POST", `/threads/trunk/runs/wait`, {
+        assistant_id: "lead_agent",
+        input: human("s".repeat(20 * KiB))
+      })
+      assert.strictEqual(ran.status, 200, ran.text.slice(0, 300))
+      // a second turn: the branch is seeded with the state before it, then the turn (the seed the test holds)
+      const again = await alice("POST", `/threads/trunk/runs/wait`, { assistant_id: "lead_agent", input: human("q") })
+      assert.strictEqual(again.status, 200, again.text.slice(0, 300))
+      const other = (await alice("POST", "/threads", {})).json().thread_id as string
+      const messages: Array<any> = (await alice("GET", "/threads/trunk/state")).json().values.messages
+      const answer = messages.findLast((m) => m.type === "ai")
+      const stored = Option.getOrThrow(await Effect.runPromise(ThreadIds.find(gateway.store, "alice", "trunk")))
+      const used = await Effect.runPromise(gateway.store.bytesOwned("alice", false))
+      const kept = (await Effect.runPromise(gateway.store.bytesOf(stored.thread_id)))!.bytes
+
+      const branch = alice("POST", "/api/threads/trunk/branches", { message_id: answer.id })
+      await seeded
+      const during = await Effect.runPromise(gateway.store.bytesOwned("alice", false))
+      assert.isAbove(during - used, 15 * KiB, "the branch's seeds are kept")
+      const update = await alice("POST", `/threads/${other}/state`, {
+        values: { messages: [{ type: "human", content: "u".repeat(LIMIT - used - kept - 4 * KiB) }] }
+      })
+      assert.strictEqual(update.status, 200, `${during} kept while seeding: ${update.text.slice(0, 300)}`)
+      release()
+      const done = await branch
+      assert.strictEqual(done.status, 200, done.text.slice(0, 300))
+      assert.isAtMost(await Effect.runPromise(gateway.store.bytesOwned("alice", false)), LIMIT)
+    })
+  })
+
 perBackend("SQLite", () => Promise.resolve({}), false)
 perBackend(
   "PostgreSQL",
   async () => "skip" in pg ? undefined : { database: { url: await (pg as Postgres.Postgres).createDatabase() } },
   true
+)
+branchPerBackend("SQLite", () => Promise.resolve({}))
+branchPerBackend(
+  "PostgreSQL",
+  async () => "skip" in pg ? undefined : { database: { url: await (pg as Postgres.Postgres).createDatabase() } }
 )
