@@ -15,6 +15,7 @@ import { createHash } from "node:crypto"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as PythonRepr from "../internal/PythonRepr.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import { RunContext } from "../services/RunContext.js"
@@ -175,27 +176,7 @@ const scalarLeaves = (value: unknown, out: Array<string | number | boolean>, dep
 
 const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as const
 
-/** A string as Python's `repr` writes it: single quotes unless it holds one and no double quote; escapes. */
-const pythonStringRepr = (text: string): string => {
-  const quote = text.includes("'") && !text.includes("\"") ? "\"" : "'"
-  let out = quote
-  for (const ch of text) {
-    const code = ch.codePointAt(0)!
-    if (ch === "\\" || ch === quote) out += `\\${ch}`
-    else if (ch === "\n") out += "\\n"
-    else if (ch === "\r") out += "\\r"
-    else if (ch === "\t") out += "\\t"
-    // what Python does not print as is (control, format, separators other than the space, unassigned)
-    else if (ch !== " " && /[\p{C}\p{Z}]/u.test(ch)) {
-      out += code < 0x100
-        ? `\\x${code.toString(16).padStart(2, "0")}`
-        : code < 0x10000
-        ? `\\u${code.toString(16).padStart(4, "0")}`
-        : `\\U${code.toString(16).padStart(8, "0")}`
-    } else out += ch
-  }
-  return out + quote
-}
+const pythonStringRepr = PythonRepr.stringRepr
 
 /**
  * A JSON value as Python's `str` prints it once `json.loads` read it (DeerFlow's `str(option)`): `True`, `False`,

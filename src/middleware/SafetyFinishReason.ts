@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as PythonRepr from "../internal/PythonRepr.js"
 import * as UserModule from "../internal/UserModule.js"
 import { EMPTY_DETECTORS_MESSAGE, SafetyFinishReasonConfig } from "../services/AppConfig.js"
 import type { ModelResponse } from "../services/ModelService.js"
@@ -257,16 +258,20 @@ export const toolCallNames = (message: AIMessage): ReadonlyArray<string> => [
   ...(message.invalid_tool_calls ?? []).map((call) => call.name || "unknown")
 ]
 
-/** The explanation appended to the message ("safety-related signal" and "returned no content" are DeerFlow's). */
+/**
+ * The explanation appended to the message: DeerFlow's `_USER_FACING_MESSAGE` (tool calls suppressed) or
+ * `_USER_FACING_EMPTY_MESSAGE` (no calls, no text), word for word, the reason's value as Python's `repr`.
+ */
 export const explanation = (hit: SafetyTermination, suppressed: ReadonlyArray<string>): string => {
-  const signal = `${hit.reason_field}=${JSON.stringify(hit.reason_value)}, detector ${hit.detector}`
+  const signal = `${hit.reason_field}=${PythonRepr.stringRepr(hit.reason_value)}, ` +
+    `detector=${PythonRepr.stringRepr(hit.detector)}`
   if (suppressed.length > 0) {
-    return `The model provider ended this response with a safety-related signal (${signal}). The ` +
-      `${suppressed.length} tool call(s) in it (${[...new Set(suppressed)].join(", ")}) were not run, because ` +
-      `their arguments may be cut off or unsafe. Try rephrasing the request, or ask for a narrower piece of output.`
+    return `The model provider stopped this response with a safety-related signal (${signal}). Any tool calls ` +
+      "produced in this turn were suppressed because their arguments may be truncated and unsafe to execute. " +
+      "Please rephrase the request or ask for a narrower output."
   }
-  return `The model provider ended this response with a safety-related signal (${signal}) and returned no ` +
-    `content. Try rephrasing the request, or start a new conversation.`
+  return `The model provider stopped this response with a safety-related signal (${signal}) and returned no ` +
+    "content. Please rephrase your request or start a new conversation."
 }
 
 /** The ids of the tool calls suppressed (the non-empty ones), for the audit record. */

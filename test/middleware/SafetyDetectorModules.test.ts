@@ -162,8 +162,8 @@ describe("SafetyDetectorModules: antler run", () => {
       const ran = yield* Effect.promise(() =>
         runAntler(["run", "--base-url", server.url, "--api-key", "sk-safety", "write x"], { cwd: home, env })
       )
-      const signal = "safety-related signal (finish_reason=\"sensitive\", detector gateway_filter)"
+      const signal = "safety-related signal (finish_reason='sensitive', detector='gateway_filter')"
       assert.include(ran.stdout, signal, ran.stderr)
-      assert.include(ran.stdout, "(write_file) were not run")
+      assert.include(ran.stdout, "Any tool calls produced in this turn were suppressed")
     })), 180_000)
 })

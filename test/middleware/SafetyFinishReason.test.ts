@@ -149,22 +149,21 @@ describe("SafetyFinishReason decision", () => {
     assert.deepStrictEqual(out.additional_kwargs?.safety_termination, record)
     const text = M.text(out)
     assert.isTrue(text.startsWith("Partial\n\n"))
-    assert.include(text, "finish_reason=\"content_filter\"")
-    assert.include(text, "write_file")
+    assert.include(text, "finish_reason='content_filter'")
+    assert.include(text, "Any tool calls produced in this turn were suppressed")
     // DeerFlow's test_safety_finish_reason_middleware: the explanation names a "safety-related signal"
     assert.include(text, "safety-related signal")
     assert.notInclude(JSON.stringify(record), "secret payload")
   })
 
   // DeerFlow's suppressed names: `tc.get("name") or "unknown"`
-  it("a suppressed call without a name is named unknown, in the record and in the explanation", () => {
+  it("a suppressed call without a name is named unknown in the record", () => {
     const message = M.ai("", {
       tool_calls: [{ id: "c1", name: "", args: {} }, { id: "c2", name: "bash", args: {} }],
       response_metadata: { finish_reason: "content_filter" }
     })
-    const { message: out, record } = S.terminate(message, S.detect(message, defaults)!)
+    const { record } = S.terminate(message, S.detect(message, defaults)!)
     assert.deepStrictEqual(record.suppressed_tool_call_names, ["unknown", "bash"])
-    assert.include(M.text(out), "(unknown, bash)")
   })
 })
 
@@ -184,7 +183,7 @@ describe("SafetyFinishReason.layer", () => {
       })
       assert.strictEqual(out.end.stop_reason, "safety_capped")
       const text = M.text(out.state.messages.at(-1)!)
-      assert.include(text, "stop_reason=\"refusal\"")
+      assert.include(text, "stop_reason='refusal'")
       assert.include(text, "safety-related signal")
       assert.include(text, "returned no content")
     }).pipe(Harness.withStore))
