@@ -66,17 +66,26 @@ export const WARNING_MARKER = "[TOKEN BUDGET WARNING]"
 /** Starts the hard-stop notice. */
 export const EXCEEDED_MARKER = "[TOKEN BUDGET EXCEEDED]"
 
-/** The warning queued when the warn threshold is crossed. */
-export const warningText = (c: BudgetCheck): string =>
-  `${WARNING_MARKER} This run has used ${formatCount(c.used)} of its ${formatCount(c.budget)} ${c.reason} token ` +
-  `budget (${Math.round(c.fraction * 100)}%). Finish the current step and write your final answer; start new ` +
-  `tool calls only if the answer truly depends on them.`
+/**
+ * A percentage as Python's `{percent:.0f}` prints it: to the nearest whole number, an exact half to the even one
+ * (`80.5` → `80`, `81.5` → `82`).
+ */
+export const formatPercent = (percent: number): string => {
+  const floor = Math.floor(percent)
+  const rounded = percent - floor === 0.5 ? (floor % 2 === 0 ? floor : floor + 1) : Math.round(percent)
+  return String(rounded)
+}
 
-/** The notice appended at the hard stop. */
+/** The warning queued when the warn threshold is crossed: DeerFlow's `_BUDGET_WARNING_MSG`, word for word. */
+export const warningText = (c: BudgetCheck): string =>
+  `${WARNING_MARKER} You have used ${formatCount(c.used)} of your ${formatCount(c.budget)} ${c.reason} token ` +
+  `budget (${formatPercent(c.fraction * 100)}%). Wrap up your current work and produce a final answer. Avoid ` +
+  "starting new tool calls unless absolutely necessary."
+
+/** The notice appended at the hard stop: DeerFlow's `_BUDGET_EXCEEDED_MSG`, word for word. */
 export const exceededText = (c: BudgetCheck): string =>
-  `${EXCEEDED_MARKER} This run's ${c.reason} token usage (${formatCount(c.used)}) is past its limit ` +
-  `(${formatCount(c.budget)}), so the run stops here and no further tool calls are made. This answer is based ` +
-  `on the results gathered so far.`
+  `${EXCEEDED_MARKER} The ${c.reason} token usage (${formatCount(c.used)}) has exceeded the safety limit ` +
+  `(${formatCount(c.budget)}). Producing final answer with results collected so far.`
 
 /** The name of the request-only message that carries the budget warning. */
 export const WARNING_NAME = "budget_warning"

@@ -40,7 +40,7 @@ describe("TokenBudget.check", () => {
   it("builds texts that start with the protocol markers and carry the numbers", () => {
     const c = { reason: "total" as const, used: 160_000, budget: 200_000, fraction: 0.8 }
     assert.isTrue(TB.warningText(c).startsWith("[TOKEN BUDGET WARNING]"))
-    assert.include(TB.warningText(c), "160,000 of its 200,000 total token budget (80%)")
+    assert.include(TB.warningText(c), "You have used 160,000 of your 200,000 total token budget (80%)")
     assert.isTrue(TB.exceededText(c).startsWith("[TOKEN BUDGET EXCEEDED]"))
     assert.include(TB.exceededText(c), "(160,000)")
   })

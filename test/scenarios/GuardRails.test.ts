@@ -237,7 +237,7 @@ describe("guard rails (scripted model through the SPEC §4.1 chain)", () => {
       const warning = named(out.requests[2]!, "budget_warning")[0]!
       assert.isTrue(M.isHidden(warning))
       assert.isTrue(M.text(warning).startsWith("[TOKEN BUDGET WARNING]"))
-      assert.include(M.text(warning), "600 of its 1,000 total token budget (60%)")
+      assert.include(M.text(warning), "You have used 600 of your 1,000 total token budget (60%)")
       assert.strictEqual(runs.read_file, 3)
       assert.strictEqual(out.end.stop_reason, "token_capped")
       const final = lastAi(out.state)
