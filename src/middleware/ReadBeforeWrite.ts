@@ -75,28 +75,16 @@ export const latestMarkHash = (messages: ReadonlyArray<Message>, path: string): 
   return undefined
 }
 
-/** The number of lines of a text, as read_file counts them (a final newline ends the last line). */
-export const lineCount = (content: string): number => {
-  if (content === "") return 0
-  const lines = content.split(/\r?\n/)
-  return lines[lines.length - 1] === "" ? lines.length - 1 : lines.length
-}
+/** What the model reads when a write is blocked: DeerFlow's `_BLOCK_MESSAGE`, word for word. */
+export const blockedText = (tool: string, path: string): string =>
+  `Error: ${tool} blocked — ${path} already exists and you have not read its current version. ` +
+  "Any write invalidates earlier reads, so re-read before every modification. " +
+  "Call read_file on it (a ranged read of the relevant section is enough, e.g. the last ~30 lines " +
+  "before an append), check what is already there, then retry."
 
-/** What the model reads when a write is blocked. */
-export const blockedText = (tool: string, path: string, lines: number): string => {
-  const size = lines === 1 ? "1 line" : `${lines} lines`
-  const how = lines === 0
-    ? "Call read_file on it"
-    : `Call read_file on it (a range is enough, e.g. start_line=${Math.max(1, lines - 29)}, end_line=${lines} ` +
-      "for its end before an append)"
-  return `Error: ${tool} was not run: ${path} already exists (${size}) and you have not read its current version. ` +
-    "Every write changes the file and makes earlier reads stale, so read it again before each change. " +
-    `${how}, check what is there now, then retry.`
-}
-
-// The metadata is set here: the text has a line count, which keyword classification could read as a status
-// code ("401 lines"), and ToolErrorHandling stands inside this middleware, so it never sees this result. It is
-// what DeerFlow's classification gives its own text (no keyword matches: `unknown`).
+// The metadata is set here: ToolErrorHandling stands inside this middleware, so it never sees this result. It is
+// what DeerFlow's classification gives its own text (no keyword matches: `unknown`), whatever the path says (a
+// path like `404.md` does not make it a not-found error, as it could in DeerFlow's).
 const BLOCKED_META: ToolMeta = {
   status: "error",
   error_type: "unknown",
@@ -106,8 +94,8 @@ const BLOCKED_META: ToolMeta = {
 }
 
 /** The error result of a blocked write. */
-export const blockedResult = (call: ToolCall, path: string, content: string): ToolResult => ({
-  message: M.tool(blockedText(call.name, path, lineCount(content)), call.id, {
+export const blockedResult = (call: ToolCall, path: string): ToolResult => ({
+  message: M.tool(blockedText(call.name, path), call.id, {
     name: call.name,
     status: "error",
     additional_kwargs: { [TOOL_META_KEY]: BLOCKED_META }
@@ -213,7 +201,7 @@ export const layer = (): Middleware.Middleware<SandboxProvider> =>
               }
               const current = yield* state.get
               if (latestMarkHash(current.messages, path) === contentHash(found.content)) return yield* next(call)
-              return blockedResult(call, path, found.content)
+              return blockedResult(call, path)
             })
           )
         }
