@@ -84,50 +84,50 @@ export const isNearDuplicate = (
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Texts (the markers are protocol; the wording is Antler's)
+// Texts: DeerFlow's `_format_hint` and `_block_reason`, word for word
 
-const HINT_BASE: Readonly<Record<string, (tool: string) => string>> = {
-  no_results: (tool) => `${tool} keeps returning no results.`,
-  not_found: (tool) => `${tool} keeps reporting that what it looks for is not found.`,
-  rate_limited: (tool) => `${tool} is being rate-limited.`,
-  transient: (tool) => `${tool} keeps failing with transient errors (timeouts, connection problems).`,
-  partial_success: (tool) => `${tool} keeps returning incomplete results.`,
-  success: (tool) => `${tool} keeps returning duplicate results: the same content again.`
+const HINT_BASE: Readonly<Record<string, string>> = {
+  no_results: "Your search returned no results.",
+  not_found: "The resource was not found repeatedly.",
+  rate_limited: "The tool is being rate-limited.",
+  transient: "The tool encountered repeated transient failures.",
+  partial_success: "The tool has returned incomplete results multiple times.",
+  success: "The tool is returning duplicate results."
 }
 
 const HINT_ACTION: Readonly<Record<string, string>> = {
-  rewrite_query: "Rephrase the query with different keywords, or approach the question differently.",
-  try_alternative: "Use a different tool or strategy.",
-  summarize: "Summarise what you have found so far and move on.",
-  stop: "Do not retry it: retrying cannot fix this.",
-  continue: "Rephrase the query or use a different search term instead of repeating it."
+  rewrite_query: "Try rephrasing your search query with different keywords or approach.",
+  try_alternative: "Consider using a different tool or strategy.",
+  summarize: "Consider summarizing your current findings and moving forward.",
+  stop: "Do not retry this operation — it is not recoverable.",
+  continue: "Try rephrasing your query or using a different search term."
 }
 
-/** The hint for a tool whose results keep being problems like this one. */
-export const hintText = (tool: string, meta: ToolMeta): string => {
-  const base = HINT_BASE[meta.error_type ?? meta.status]?.(tool) ?? `${tool} is not producing new information.`
+/** The hint for a tool whose results keep being problems like this one (DeerFlow's `_format_hint`). */
+export const hintText = (meta: ToolMeta): string => {
+  const base = HINT_BASE[meta.error_type || meta.status] ?? "The tool is not producing new information."
   const action = HINT_ACTION[meta.recommended_next_action]
   return `${HINT_MARKER} ${base}${action === undefined ? "" : ` ${action}`}`
 }
 
 const BLOCK_REASONS: Readonly<Record<string, string>> = {
-  no_results: "It kept returning no results: rewrite your query or use a different tool.",
-  not_found: "It kept reporting not found: rewrite your query or use a different resource.",
-  rate_limited: "It kept being rate-limited: summarise what you have and go on without it.",
-  transient: "It kept failing with transient errors: take a different approach.",
-  auth: "It failed to authenticate, so it cannot be used.",
-  config: "It is not configured, so it cannot be used.",
-  internal: "It kept failing with internal errors, so it is unavailable."
+  no_results: "Repeated no-results — rewrite your query or try a different tool.",
+  not_found: "Repeated not-found — rewrite your query or try a different resource.",
+  rate_limited: "Repeated rate-limiting — summarize current findings and proceed.",
+  transient: "Repeated transient failures — try a different approach.",
+  auth: "Authentication failure — this tool cannot be used.",
+  config: "Tool is not configured — this tool cannot be used.",
+  internal: "Repeated internal errors — this tool is unavailable."
 }
 
-/** Why a tool is blocked, for a result like this one. */
+/** Why a tool is blocked, for a result like this one (DeerFlow's `_block_reason`). */
 export const blockReason = (meta: ToolMeta): string =>
-  BLOCK_REASONS[meta.error_type ?? ""] ??
-    "It has not produced new information after several attempts: summarise what you have and move on."
+  BLOCK_REASONS[meta.error_type || ""] ??
+    "Tool has not produced new information after multiple attempts — summarize and move on."
 
 /** The result of a call to a blocked tool (it does not run). */
 export const blockedResult = (call: ToolCall, reason: string): ToolResult => ({
-  message: M.tool(`${BLOCKED_MARKER} ${call.name} is blocked for the rest of this run. ${reason}`, call.id, {
+  message: M.tool(`${BLOCKED_MARKER} ${reason}`, call.id, {
     name: call.name,
     status: "error",
     additional_kwargs: {
@@ -187,7 +187,7 @@ export const assess = (
     return { state: { ...state, phase: "blocked", problems, blockReason: blockReason(meta) } }
   }
   if (problems >= limits.stagnation_threshold) {
-    return { state: { ...state, phase: "warned", problems }, hint: hintText(tool, meta) }
+    return { state: { ...state, phase: "warned", problems }, hint: hintText(meta) }
   }
   return { state: { ...state, problems } }
 }

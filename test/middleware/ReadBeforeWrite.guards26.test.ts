@@ -20,7 +20,9 @@ import { tempDirs } from "../support/fixtures.js"
 const tempDir = tempDirs()
 
 const file = "/mnt/user-data/workspace/notes.md"
-const write = (content: string) => ({ toolCalls: [{ name: "write_file", arguments: { description: "notes", path: file, content } }] })
+const write = (content: string) => ({
+  toolCalls: [{ name: "write_file", arguments: { description: "notes", path: file, content } }]
+})
 
 describe("ReadBeforeWrite (DeerFlow's words)", () => {
   it.effect("a second write without a read reads DeerFlow's block message", () =>
