@@ -4,7 +4,8 @@
  * see (DeerFlow's assembly-time filter: the model never sees the others), and each tool call is asked again
  * through the Guardrail middleware over the provider (DeerFlow's `GuardrailAuthorizationAdapter`), so a hidden
  * tool called anyway does not run and the model reads why (`Guardrail denied: ... (authz.denied). Reason: role
- * 'user' is denied 'bash' on resource 'tool'...`). A generated `tool_search` is exempt: its catalog is of visible tools only.
+ * 'user' is denied 'bash' on resource 'tool'...`). A generated `tool_search` is exempt: its catalog is of visible
+ * tools only.
  * Besides a tool's own policy, an MCP tool needs its server's (`mcp_server` / `use`) and a sandbox tool the
  * sandbox's (`sandbox` / `execute`). A skill the role may not load (its `skill` filter) is refused to the file
  * tools (`DeniedSkills`, read by the sandbox's skill gate) for the run.
