@@ -12,7 +12,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as SkillsDirectory from "../../src/layers/SkillsDirectory.js"
 import * as SkillSecrets from "../../src/services/SkillSecrets.js"
-import type { Catalog, Skill } from "../../src/services/Skills.js"
+import { catalogOf, skill } from "../support/skillCatalog.js"
 
 const parsed = (frontMatter: string) => SkillsDirectory.parseSkill(`---\n${frontMatter}\n---\n# body\n`)
 const BASE = "name: erp-report\ndescription: Pull an ERP report"
@@ -75,26 +75,6 @@ describe("required-secrets in a SKILL.md", () => {
   })
 })
 
-const skill = (name: string, fields: Partial<Skill> = {}): Skill => ({
-  name,
-  description: `Description for ${name}`,
-  category: "custom",
-  relativePath: name,
-  location: `/mnt/skills/custom/${name}/SKILL.md`,
-  file: `/skills/custom/${name}/SKILL.md`,
-  enabled: true,
-  allowedTools: undefined,
-  requiredSecrets: [{ name: "ERP_TOKEN", optional: false }],
-  ...fields
-})
-const catalogOf = (...skills: ReadonlyArray<Skill>): Catalog => ({
-  root: "/skills",
-  container: "/mnt/skills",
-  skills,
-  rejected: [],
-  shadowed: [],
-  warnings: []
-})
 const given = new Map([["ERP_TOKEN", "tok-123-long-enough"], ["UNUSED", "x"]])
 const envOf = (sources: ReadonlyArray<SkillSecrets.Source>, secrets = given) => SkillSecrets.bind(sources, secrets).env
 

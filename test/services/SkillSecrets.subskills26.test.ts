@@ -6,28 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as SkillSecrets from "../../src/services/SkillSecrets.js"
-import type { Catalog, Skill } from "../../src/services/Skills.js"
+import { catalogOf, skill } from "../support/skillCatalog.js"
 
-const skill = (name: string, fields: Partial<Skill> = {}): Skill => ({
-  name,
-  description: `Description for ${name}`,
-  category: "custom",
-  relativePath: name,
-  location: `/mnt/skills/custom/${name}/SKILL.md`,
-  file: `/skills/custom/${name}/SKILL.md`,
-  enabled: true,
-  allowedTools: undefined,
-  requiredSecrets: [{ name: "ERP_TOKEN", optional: false }],
-  ...fields
-})
-const catalogOf = (...skills: ReadonlyArray<Skill>): Catalog => ({
-  root: "/skills",
-  container: "/mnt/skills",
-  skills,
-  rejected: [],
-  shadowed: [],
-  warnings: []
-})
 const given = new Map([["ERP_TOKEN", "tok-123-long-enough"], ["CRM_TOKEN", "tok-crm-long-enough"]])
 const envOf = (sources: ReadonlyArray<SkillSecrets.Source>) => SkillSecrets.bind(sources, given).env
 

@@ -28,6 +28,28 @@ afterAll(() => ("stop" in pg ? pg.stop() : undefined))
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] })
 
+/** The gateway's configuration: the two users, `max_thread_bytes_per_user` alone set, on `extra`'s database. */
+const quotaConfig = (extra: Record<string, unknown>) => ({
+  ...extra,
+  gateway: { ...Support.twoUsers, quotas: { max_user_bytes: 0, max_thread_bytes: 0, max_thread_bytes_per_user: LIMIT } }
+})
+
+/** A hold the store waits at (`wait`) until the test lets it go (`release`); `entered` once it waits. */
+const gate = () => {
+  let enter!: () => void
+  let release!: () => void
+  const entered = new Promise<void>((resolve) => (enter = resolve))
+  const released = new Promise<void>((resolve) => (release = resolve))
+  return {
+    entered,
+    release,
+    wait: Effect.promise(() => {
+      enter()
+      return released
+    })
+  }
+}
+
 const perBackend = (name: string, database: () => Promise<Record<string, unknown> | undefined>, two: boolean) =>
   describe(`${name}: a copy's checkpoints free its reservation`, () => {
     const gateways: Array<TestGateway> = []
@@ -36,29 +58,14 @@ const perBackend = (name: string, database: () => Promise<Record<string, unknown
     it("a user near the limit copies a thread and, while the copy goes, can still write what remains", async (c) => {
       const extra = await database()
       if (extra === undefined) return c.skip()
-      const config = {
-        ...extra,
-        gateway: {
-          ...Support.twoUsers,
-          quotas: { max_user_bytes: 0, max_thread_bytes: 0, max_thread_bytes_per_user: LIMIT }
-        }
-      }
+      const config = quotaConfig(extra)
       // the copy's end (its lease let go) waits for the test once all its checkpoints are kept
-      let entered!: () => void
-      const copied = new Promise<void>((resolve) => (entered = resolve))
-      let release!: () => void
-      const released = new Promise<void>((resolve) => (release = resolve))
+      const held = gate()
       const wrapStore = (store: ThreadStore["Type"]): ThreadStore["Type"] => ({
         ...store,
         releaseLease: (threadId, holder) =>
           holder.startsWith("copy-thread-")
-            ? Effect.zipRight(
-              Effect.promise(() => {
-                entered()
-                return released
-              }),
-              store.releaseLease(threadId, holder)
-            )
+            ? Effect.zipRight(held.wait, store.releaseLease(threadId, holder))
             : store.releaseLease(threadId, holder)
       })
       const a = await Support.start({ script: () => "ok", config, wrapStore })
@@ -80,7 +87,7 @@ const perBackend = (name: string, database: () => Promise<Record<string, unknown
       assert.isAtMost(used + kept, LIMIT - 40 * KiB, `alice keeps ${used}, the thread ${kept}`)
 
       const copy = aliceA("POST", `/threads/${source}/copy`)
-      await copied
+      await held.entered
       const during = await Effect.runPromise(a.store.bytesOwned("alice", false))
       assert.isAbove(during - used, 50 * KiB, "the copy's checkpoints are kept")
       // what remains beside what alice keeps and the copy may still add (4 KiB left for the update's framing)
@@ -89,7 +96,7 @@ const perBackend = (name: string, database: () => Promise<Record<string, unknown
         values: { messages: [{ type: "human", content: "u".repeat(remains) }] }
       })
       assert.strictEqual(update.status, 200, `${during} kept during the copy: ${update.text.slice(0, 300)}`)
-      release()
+      held.release()
       const done = await copy
       assert.strictEqual(done.status, 200, done.text.slice(0, 300))
       assert.isAtMost(await Effect.runPromise(a.store.bytesOwned("alice", false)), LIMIT)
@@ -111,29 +118,16 @@ const branchPerBackend = (name: string, database: () => Promise<Record<string, u
     it("a user near the limit branches a thread and, while it is seeded, can still write what remains", async (c) => {
       const extra = await database()
       if (extra === undefined) return c.skip()
-      const config = {
-        ...extra,
-        gateway: {
-          ...Support.twoUsers,
-          quotas: { max_user_bytes: 0, max_thread_bytes: 0, max_thread_bytes_per_user: LIMIT }
-        }
-      }
+      const config = quotaConfig(extra)
       // the branch's last seed (the one with the artifacts), once kept, waits for the test: the seeds before it are
       // kept and told
-      let entered!: () => void
-      const seeded = new Promise<void>((resolve) => (entered = resolve))
-      let release!: () => void
-      const released = new Promise<void>((resolve) => (release = resolve))
+      const held = gate()
       const wrapStore = (store: ThreadStore["Type"]): ThreadStore["Type"] => ({
         ...store,
         // (the gateway's store keeps a checkpoint under quotas by `appendMeasured`)
         appendMeasured: (threadId, runId, updates, owner) =>
           runId.startsWith("branch-seed-") && updates.some((update) => "artifacts" in update)
-            ? Effect.tap(store.appendMeasured(threadId, runId, updates, owner), () =>
-              Effect.promise(() => {
-                entered()
-                return released
-              }))
+            ? Effect.tap(store.appendMeasured(threadId, runId, updates, owner), () => held.wait)
             : store.appendMeasured(threadId, runId, updates, owner)
       })
       const gateway = await Support.start({ script: () => "ok", config, wrapStore })
@@ -156,28 +150,24 @@ const branchPerBackend = (name: string, database: () => Promise<Record<string, u
       const kept = (await Effect.runPromise(gateway.store.bytesOf(stored.thread_id)))!.bytes
 
       const branch = alice("POST", "/api/threads/trunk/branches", { message_id: answer.id })
-      await seeded
+      await held.entered
       const during = await Effect.runPromise(gateway.store.bytesOwned("alice", false))
       assert.isAbove(during - used, 15 * KiB, "the branch's seeds are kept")
       const update = await alice("POST", `/threads/${other}/state`, {
         values: { messages: [{ type: "human", content: "u".repeat(LIMIT - used - kept - 4 * KiB) }] }
       })
       assert.strictEqual(update.status, 200, `${during} kept while seeding: ${update.text.slice(0, 300)}`)
-      release()
+      held.release()
       const done = await branch
       assert.strictEqual(done.status, 200, done.text.slice(0, 300))
       assert.isAtMost(await Effect.runPromise(gateway.store.bytesOwned("alice", false)), LIMIT)
     })
   })
 
-perBackend("SQLite", () => Promise.resolve({}), false)
-perBackend(
-  "PostgreSQL",
-  async () => "skip" in pg ? undefined : { database: { url: await (pg as Postgres.Postgres).createDatabase() } },
-  true
-)
-branchPerBackend("SQLite", () => Promise.resolve({}))
-branchPerBackend(
-  "PostgreSQL",
-  async () => "skip" in pg ? undefined : { database: { url: await (pg as Postgres.Postgres).createDatabase() } }
-)
+const sqlite = () => Promise.resolve({})
+const postgres = async () =>
+  "skip" in pg ? undefined : { database: { url: await (pg as Postgres.Postgres).createDatabase() } }
+perBackend("SQLite", sqlite, false)
+perBackend("PostgreSQL", postgres, true)
+branchPerBackend("SQLite", sqlite)
+branchPerBackend("PostgreSQL", postgres)
