@@ -29,6 +29,16 @@ export interface TaskServer {
   readonly other?: string
 }
 
+/**
+ * A `prelude` keeping the server's tasks in the file `$TASKS_FILE` (read at start, written at every change): a server
+ * started again, or another process's, knows the tasks.
+ */
+export const TASKS_IN_FILE = `const fs = await import("node:fs")
+    const FILE = process.env.TASKS_FILE
+    if (fs.existsSync(FILE)) for (const [id, task] of JSON.parse(fs.readFileSync(FILE, "utf8"))) tasks.set(id, task)
+    const keep = tasks.set.bind(tasks)
+    tasks.set = (id, task) => { keep(id, task); fs.writeFileSync(FILE, JSON.stringify([...tasks])); return tasks }`
+
 const object = (properties: string) => `object({ ${properties} })`
 
 /** The server's source. */

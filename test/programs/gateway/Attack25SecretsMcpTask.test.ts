@@ -9,7 +9,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Path from "node:path"
 import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
-import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
+import { allowNodeServers, reportTaskServer, TASKS_IN_FILE, writeTaskExtensions } from "../../support/mcpTaskServer.js"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
@@ -27,11 +27,7 @@ const B64 = Buffer.from(SECRET).toString("base64")
  * itself and base64-encoded.
  */
 const SERVER = reportTaskServer({
-  prelude: `const fs = await import("node:fs")
-    const FILE = process.env.TASKS_FILE
-    if (fs.existsSync(FILE)) for (const [id, task] of JSON.parse(fs.readFileSync(FILE, "utf8"))) tasks.set(id, task)
-    const keep = tasks.set.bind(tasks)
-    tasks.set = (id, task) => { keep(id, task); fs.writeFileSync(FILE, JSON.stringify([...tasks])); return tasks }`,
+  prelude: TASKS_IN_FILE,
   status: `if (task === undefined) return answer({ task_id: args.task_id, status: "failed", error: "no such task" })
     const { topic, at } = task
     if (Date.now() - at < (topic.startsWith("slow ") ? 5000 : 2500)) {

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Requests from "../../support/requests.js"
+import { formOf } from "../../support/uploadForms.js"
 import * as Quotas from "../../../src/programs/gateway/Quotas.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -23,13 +24,6 @@ const human = (content: string) => ({ messages: [{ type: "human", content }] })
 /** The error a call failed with. */
 const errorOf = (call: Promise<unknown>): Promise<{ status?: number; message: string }> =>
   call.then(() => assert.fail("the call succeeded"), (error) => error)
-
-/** A form of one file `name` holding `size` bytes. */
-const formOf = (name: string, size: number) => {
-  const form = new FormData()
-  form.append("files", new Blob(["x".repeat(size)]), name)
-  return form
-}
 
 /** The names of the files under `dir` (none when it does not exist). */
 const filesUnder = (dir: string): ReadonlyArray<string> =>

@@ -10,7 +10,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Path from "node:path"
 import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
 import * as Records from "../../../src/programs/gateway/mcptasks/Records.js"
-import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
+import { allowNodeServers, reportTaskServer, TASKS_IN_FILE, writeTaskExtensions } from "../../support/mcpTaskServer.js"
 import { eventually } from "../../support/poll.js"
 import { freePort } from "../../support/ports.js"
 import * as Postgres from "../../support/postgres.js"
@@ -33,11 +33,7 @@ const CLUSTER_SECRET = "s3cret-of-the-task-runners-0123456789"
 
 /** Tasks kept in a file both processes' servers read; a task says its topic back after 6 s, also base64-encoded. */
 const SERVER = reportTaskServer({
-  prelude: `const fs = await import("node:fs")
-    const FILE = process.env.TASKS_FILE
-    if (fs.existsSync(FILE)) for (const [id, task] of JSON.parse(fs.readFileSync(FILE, "utf8"))) tasks.set(id, task)
-    const keep = tasks.set.bind(tasks)
-    tasks.set = (id, task) => { keep(id, task); fs.writeFileSync(FILE, JSON.stringify([...tasks])); return tasks }`,
+  prelude: TASKS_IN_FILE,
   status: `if (task === undefined) return answer({ task_id: args.task_id, status: "failed", error: "no such task" })
     const { topic, at } = task
     if (Date.now() - at < 6000) return answer({ task_id: args.task_id, status: "running" })

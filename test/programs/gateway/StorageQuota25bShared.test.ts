@@ -7,11 +7,11 @@
  * the clients speak HTTP. Skipped, saying why, without PostgreSQL (see test/support/postgres.ts).
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Requests from "../../support/requests.js"
+import { bytesUnder, formOf } from "../../support/uploadForms.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -55,21 +55,6 @@ const admittedOf = (answers: ReadonlyArray<Requests.Answer>, key: string) => {
   assert.isAtLeast(admitted, 1, "some are admitted")
   assert.isBelow(admitted, answers.length, "some are refused")
   return admitted
-}
-
-/** The bytes of the regular files under `dir`. */
-const bytesUnder = (dir: string): number =>
-  Fs.existsSync(dir)
-    ? (Fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as Array<Fs.Dirent>)
-      .filter((entry) => entry.isFile())
-      .reduce((sum, entry) => sum + Fs.statSync(Path.join(entry.parentPath, entry.name)).size, 0)
-    : 0
-
-/** A form of one file `name` holding `size` bytes. */
-const formOf = (name: string, size: number) => {
-  const form = new FormData()
-  form.append("files", new Blob(["x".repeat(size)]), name)
-  return form
 }
 
 describe.skipIf("skip" in pg)("max_threads_per_user and max_user_bytes across processes", () => {

@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import type { ThreadStore } from "../../../src/services/ThreadStore.js"
+import { gate } from "../../support/gate.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
@@ -34,21 +35,6 @@ const quotaConfig = (extra: Record<string, unknown>) => ({
   gateway: { ...Support.twoUsers, quotas: { max_user_bytes: 0, max_thread_bytes: 0, max_thread_bytes_per_user: LIMIT } }
 })
 
-/** A hold the store waits at (`wait`) until the test lets it go (`release`); `entered` once it waits. */
-const gate = () => {
-  let enter!: () => void
-  let release!: () => void
-  const entered = new Promise<void>((resolve) => (enter = resolve))
-  const released = new Promise<void>((resolve) => (release = resolve))
-  return {
-    entered,
-    release,
-    wait: Effect.promise(() => {
-      enter()
-      return released
-    })
-  }
-}
 
 const perBackend = (name: string, database: () => Promise<Record<string, unknown> | undefined>, two: boolean) =>
   describe(`${name}: a copy's checkpoints free its reservation`, () => {

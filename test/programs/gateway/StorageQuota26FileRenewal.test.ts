@@ -10,12 +10,13 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as PgSharedQuotas from "../../../src/programs/gateway/store/PgSharedQuotas.js"
 import type { ThreadStore } from "../../../src/services/ThreadStore.js"
+import { gate } from "../../support/gate.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Requests from "../../support/requests.js"
+import { bytesUnder, formOf } from "../../support/uploadForms.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -34,20 +35,6 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** The bytes of the regular files under `dir`. */
-const bytesUnder = (dir: string): number =>
-  Fs.existsSync(dir)
-    ? (Fs.readdirSync(dir, { recursive: true, withFileTypes: true }) as Array<Fs.Dirent>)
-      .filter((entry) => entry.isFile())
-      .reduce((sum, entry) => sum + Fs.statSync(Path.join(entry.parentPath, entry.name)).size, 0)
-    : 0
-
-const formOf = (name: string, size: number) => {
-  const form = new FormData()
-  form.append("files", new Blob(["x".repeat(size)]), name)
-  return form
-}
-
 describe.skipIf("skip" in pg)("a reservation of files across processes, renewed while its request writes", () => {
   it("an upload writing for longer than a reservation's life keeps its bytes reserved until it is done", async () => {
     const LIMIT = 100 * KiB
@@ -57,21 +44,12 @@ describe.skipIf("skip" in pg)("a reservation of files across processes, renewed 
     const references = Layer.succeed(PgSharedQuotas.ReservationTtl, TTL_MS)
     // gateway a's store keeps the making of the thread "slow" waiting until the test lets it go: the upload's write,
     // within its reservation, lasts as long as the test says
-    let entered!: () => void
-    const writing = new Promise<void>((resolve) => (entered = resolve))
-    let release!: () => void
-    const released = new Promise<void>((resolve) => (release = resolve))
+    const held = gate()
     const wrapStore = (store: ThreadStore["Type"]): ThreadStore["Type"] => ({
       ...store,
       ensure: (threadId, options) =>
         threadId.startsWith("slow")
-          ? Effect.zipRight(
-            Effect.promise(() => {
-              entered()
-              return released
-            }),
-            store.ensure(threadId, options)
-          )
+          ? Effect.zipRight(held.wait, store.ensure(threadId, options))
           : store.ensure(threadId, options)
     })
     const a = await Support.start({ script: () => "ok", config, home, references, wrapStore })
@@ -83,7 +61,7 @@ describe.skipIf("skip" in pg)("a reservation of files across processes, renewed 
     const other = (await aliceB("POST", "/threads", {})).json().thread_id as string
 
     const slow = aliceA("POST", "/api/threads/slow/uploads", formOf("big.txt", 90 * KiB))
-    await writing
+    await held.entered
     // three lives of a reservation pass while a writes
     await sleep(3 * TTL_MS)
     // b counts a's 90 KiB: 20 KiB more would pass the limit
@@ -94,7 +72,7 @@ describe.skipIf("skip" in pg)("a reservation of files across processes, renewed 
     const [bytes, expires] = live.trim().split("|").map(Number)
     assert.strictEqual(bytes, 90 * KiB, `a's reservation: ${live}`)
     assert.isAbove(expires!, Date.now(), "renewed: it has not lapsed")
-    release()
+    held.release()
     const done = await slow
     assert.strictEqual(done.status, 200, done.text)
     assert.isAtMost(bytesUnder(Path.join(home, "users", "alice")), LIMIT)

@@ -6,8 +6,8 @@
  * `antler_file_reservations` (a row: its owner, its bytes, when it lapses) by a transaction that takes the user's
  * files lock, reads the user's live reservations, then has the files measured (`check`) and inserts its row only when
  * they fit; the row is renewed while the request writes, deleted once the files are written or failed, and lapses
- * `TTL_MS` after its last renewal when its process died first (forgotten at the user's next check). Loaded only when PostgreSQL is configured (`@effect/sql-pg` is an
- * optional peer).
+ * `TTL_MS` after its last renewal when its process died first (forgotten at the user's next check). Loaded only
+ * when PostgreSQL is configured (`@effect/sql-pg` is an optional peer).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
