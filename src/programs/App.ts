@@ -396,7 +396,7 @@ export const factoryLayer = (
   tasks?: Layer.Layer<McpTasks, StoreError, Mcp>,
   mcpOptions: { readonly freezeTaskServers?: boolean | undefined } = {}
 ): Layer.Layer<
-  Factory.AgentFactory | Memory | Services | Mcp | LiveConfig,
+  Factory.AgentFactory | ConfiguredMiddlewares.ConfiguredMiddlewares | Memory | Services | Mcp | LiveConfig,
   StoreError | ModelBuildError | ConfigError | ConfiguredMiddlewares.ConfiguredMiddlewareError,
   FileSystem.FileSystem
 > => {
@@ -407,9 +407,11 @@ export const factoryLayer = (
   // one memory queue for the app, shared by every agent the factory builds
   const memory = FileMemory.layer({ redact }).pipe(Layer.provide(model), Layer.provide(services))
   const live = ConfigReload.layer({ app, models: choice.models, ...reload }).pipe(Layer.provide(model))
+  // (the configured middlewares are the factory's and also the app's: an agent's per-run middlewares see the app's
+  // services where the run already holds them, without a copy of the run's context per middleware: RunFrame.ts)
   const factory = Factory.layer({ models: choice.models, redact, ...options }).pipe(
     Layer.provide(model),
-    Layer.provide(ConfiguredMiddlewares.layer(app))
+    Layer.provideMerge(ConfiguredMiddlewares.layer(app))
   )
   // (the factory, with the task runtime when there is one: both read by the gateway's handlers)
   return (tasks === undefined ? factory : factory.pipe(Layer.provideMerge(tasks))).pipe(
