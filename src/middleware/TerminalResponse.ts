@@ -30,17 +30,16 @@ import { atOnce } from "./internal/StateRead.js"
 /** The `name` of the request-only reminder sent with the retry. */
 export const RECOVERY_NAME = "terminal_response_recovery"
 
-/** The reminder's text. */
-export const RECOVERY_TEXT = [
-  "<system_reminder>",
-  "Your last reply, after the tool results above, was empty: the user saw nothing. Read those results and give",
-  "the user a short, visible final answer now. Call another tool only if it is truly necessary.",
+/** The reminder's text: DeerFlow's `_RECOVERY_PROMPT`, word for word (the model reads it). */
+export const RECOVERY_TEXT = "<system_reminder>\n" +
+  "Your previous response after the tool execution was empty. Review the tool results already present in the " +
+  "conversation and provide a concise, user-visible final response. Do not call another tool unless it is " +
+  "strictly necessary.\n" +
   "</system_reminder>"
-].join("\n")
 
-/** What the user sees when the model stays silent after its retry ("returned no final response" is DeerFlow's). */
-export const FALLBACK_TEXT = "The model finished its tool calls but returned no final response, even after one " +
-  "automatic retry. Please try again, or use a different model."
+/** What the user sees when the model stays silent after its retry: DeerFlow's `_FALLBACK_CONTENT`, word for word. */
+export const FALLBACK_TEXT = "The model completed the tool run but returned no final response, including after " +
+  "one automatic retry. Please try again or use a different model."
 
 /** The fallback's `error_reason`, and the error the run ends with: DeerFlow's words, which its clients read. */
 export const ERROR_REASON = "Model returned an empty terminal response after one retry"

@@ -79,7 +79,7 @@ describe("TerminalResponse", () => {
       const last = out.state.messages.at(-1)!
       assert.strictEqual(last.type, "ai")
       assert.strictEqual(M.text(last), TerminalResponse.FALLBACK_TEXT)
-      assert.include(M.text(last), "even after one automatic retry")
+      assert.include(M.text(last), "including after one automatic retry")
       // DeerFlow's test_terminal_response_middleware: these words exactly, and the run's error is the reason
       assert.include(M.text(last), "returned no final response")
       assert.strictEqual(last.additional_kwargs?.[FALLBACK_MARKER], true)
