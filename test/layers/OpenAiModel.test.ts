@@ -274,6 +274,31 @@ describe("OpenAiModel against the scripted server", () => {
       assert.match(invalid[1]!.error!, /JSON object, not an array/)
     }))
 
+  // LangChain's ChatOpenAI (DeerFlow's model) sends `message.name or additional_kwargs["name"]` with each
+  // message, and a tool message's role, content and call id only: the model reads a hidden warning's name
+  it.scopedLive("sends a message's name with it, as DeerFlow's ChatOpenAI does, and a tool message's never", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted(["ok"])
+      yield* generate(model, request([
+        M.human("Earlier turns, condensed.", { name: "summary" }),
+        M.human("plain"),
+        M.ai("", { tool_calls: [{ id: "call_1", name: "ls", args: {}, type: "tool_call" }], name: "lead_agent" }),
+        M.tool("a.txt", "call_1", { name: "ls" }),
+        M.human("You are repeating yourself.", { additional_kwargs: { name: "loop_warning" } }),
+        M.system("Be brief.", { name: "todo_reminder" })
+      ]))
+      const wire = (server.requests[0] as any).messages as Array<Record<string, unknown>>
+      assert.deepStrictEqual(wire.map((m) => [m.role, m.name]), [
+        ["user", "summary"],
+        ["user", undefined],
+        ["assistant", "lead_agent"],
+        ["tool", undefined],
+        ["user", "loop_warning"],
+        ["system", "todo_reminder"]
+      ])
+      assert.isFalse("name" in wire[3]!)
+    }))
+
   it.scopedLive("sends the system prompt first, assistant tool calls, tool results and tools in the wire shape", () =>
     Effect.gen(function*() {
       const { model, server } = yield* scripted(["ok"], { maxTokens: 256, temperature: 0.2 })

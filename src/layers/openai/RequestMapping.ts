@@ -205,14 +205,25 @@ export const toChatMessage = (
 ): ChatMessage => {
   switch (message.type) {
     case "human":
-      return { role: "user", content: userContent(message.content, vision) as string }
+      return { role: "user", content: userContent(message.content, vision) as string, ...nameOf(message) }
     case "ai":
-      return assistantMessage(message, replayReasoning ? replayAs : undefined)
+      return { ...assistantMessage(message, replayReasoning ? replayAs : undefined), ...nameOf(message) }
     case "tool":
       return { role: "tool", tool_call_id: message.tool_call_id, content: M.contentText(message.content) }
     case "system":
-      return { role: "system", content: M.contentText(message.content) }
+      return { role: "system", content: M.contentText(message.content), ...nameOf(message) }
   }
+}
+
+/**
+ * A message's name, sent with it as LangChain's ChatOpenAI sends it for DeerFlow (`message.name or
+ * additional_kwargs["name"]`; `loop_warning`, `todo_reminder`, `summary`...); a tool message's never (its
+ * Chat Completions form keeps only its role, content and call id).
+ */
+const nameOf = (message: Message): { readonly name?: string } => {
+  const kept = message.additional_kwargs?.name
+  const name = message.name !== undefined && message.name !== "" ? message.name : kept
+  return typeof name === "string" ? { name } : {}
 }
 
 /** The Chat Completions messages of a request: the system prompt first, then the messages in order. */
