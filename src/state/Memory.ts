@@ -44,7 +44,8 @@ export {
   History,
   isEmpty,
   Section,
-  UserContext
+  UserContext,
+  withFactIds
 } from "./MemorySchema.js"
 
 export { factGateReason, type GateReason, removalGateReason, summaryGateReason } from "./MemoryGate.js"

@@ -14,7 +14,7 @@ import type { Section, Update } from "./Memory.js"
 import { Document, head, MAX_WATERMARKS } from "./Memory.js"
 import * as MemoryCapacity from "./MemoryCapacity.js"
 import type * as MemoryEviction from "./MemoryEviction.js"
-import { confidenceOf, Fact } from "./MemorySchema.js"
+import { confidenceOf, Fact, withFactIds } from "./MemorySchema.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
 import type * as MemoryUpdate from "./MemoryUpdate.js"
 
@@ -327,7 +327,7 @@ export const decodeDocument = (
   } catch (error) {
     return Either.left(`not valid JSON (${(error as Error).message})`)
   }
-  const readable = readableFacts(raw)
+  const readable = readableFacts(withFactIds(raw))
   const bounded = capRawDocument(readable.value, limits)
   return Either.match(Schema.decodeUnknownEither(Document)(bounded.value), {
     onLeft: (error) => Either.left(ParseResult.TreeFormatter.formatErrorSync(error)),

@@ -4,6 +4,7 @@
  * with a readable error. `Memory.ts` re-exports it.
  */
 import * as Either from "effect/Either"
+import { createHash } from "node:crypto"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -163,11 +164,36 @@ export const isEmpty = (doc: Document): boolean =>
   doc.facts.length === 0 &&
   [...Object.values(doc.user), ...Object.values(doc.history)].every((s) => s.summary.trim() === "")
 
+/**
+ * A stored document (parsed, not decoded) whose facts each have an id, as DeerMem's storage gives them one
+ * (`str(id or "fact_<hex>")`): a fact written without one (by hand, in an older file, in an import) is kept under
+ * `fact_` and 12 hex digits of a hash of its place and content, so every read of the same file gives it the same
+ * id until a write stores it, instead of being left out as unreadable; an id that is a number is read as its text.
+ */
+export const withFactIds = (raw: unknown): unknown => {
+  if (!Json.isRecord(raw) || !Array.isArray(raw.facts)) return raw
+  let changed = false
+  const facts = raw.facts.map((fact: unknown, index) => {
+    if (!Json.isRecord(fact)) return fact
+    const id = fact.id
+    if (typeof id === "number" && Number.isFinite(id) && id !== 0) {
+      changed = true
+      return { ...fact, id: String(id) }
+    }
+    // (DeerMem's `or`: a missing, null, empty, zero or false id is none)
+    if (!(id === undefined || id === null || id === "" || id === 0 || id === false)) return fact
+    changed = true
+    const hash = createHash("sha256").update(`${index}\n${JSON.stringify(fact.content) ?? ""}`, "utf8").digest("hex")
+    return { ...fact, id: `fact_${hash.slice(0, 12)}` }
+  })
+  return changed ? { ...raw, facts } : raw
+}
+
 /** Decodes a document read from a file (JSON text); a readable error when it is not one. */
 export const decodeDocument = (text: string): Either.Either<Document, string> => {
   let raw: unknown
   try {
-    raw = Json.parse(text)
+    raw = withFactIds(Json.parse(text))
   } catch (error) {
     return Either.left(`not valid JSON (${(error as Error).message})`)
   }

@@ -129,9 +129,12 @@ const completeUpdateObject = (text: string): unknown => {
   return undefined
 }
 
-/** A confidence the model wrote: a finite number, or a string holding one; null when missing (0.5 then). */
+/**
+ * A confidence the model wrote: a finite number, or a string holding one; null when missing (0.5 then). A `null`
+ * confidence is none of these (undefined: the fact is malformed), as DeerMem reads `fact.get("confidence", 0.5)`.
+ */
 const confidenceOf = (value: unknown): number | null | undefined => {
-  if (value === undefined || value === null) return null
+  if (value === undefined) return null
   const n = typeof value === "number" ? value : typeof value === "string" && value.trim() !== "" ? Number(value) : NaN
   return Number.isFinite(n) ? n : undefined
 }

@@ -122,7 +122,7 @@ export const layer = (api: DeerFlowApi) =>
             const raw = yield* Body.json(Schema.Unknown)
             const { limits } = yield* settings
             // no more facts than can be kept are decoded (the rest are cut as a hand-written file's are)
-            const bounded = MemoryLimits.capRawDocument(raw, limits)
+            const bounded = MemoryLimits.capRawDocument(MemoryDoc.withFactIds(raw), limits)
             const imported = yield* Either.match(Schema.decodeUnknownEither(MemoryDoc.Document)(bounded.value), {
               onLeft: (error) => Effect.fail(fail("unprocessable", describeParseError(error))),
               onRight: Effect.succeed
