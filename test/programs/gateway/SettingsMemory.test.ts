@@ -179,6 +179,21 @@ describe("memory settings", () => {
     assert.include((await bodyOf(bad)).detail, "facts")
   })
 
+  // DeerFlow test_memory_staleness_review.py::test_stale_candidate_without_id_does_not_raise, through an import: a
+  // fact without an id is kept under one (DeerMem's storage gives it fact_<hex>), the one the app then deletes it by
+  it("imports a fact without an id under one, by which it can be deleted", async () => {
+    const imported = await doc(await call(CAROL, "/memory/import", {
+      method: "POST",
+      body: { facts: [{ content: "Carol writes tests first", confidence: 0.9 }, { id: 7, content: "Carol uses vim" }] }
+    }))
+    const [first, second] = imported.facts as Array<{ id: string; content: string }>
+    assert.match(first!.id, /^fact_[0-9a-f]{12}$/)
+    assert.strictEqual(second!.id, "7")
+    assert.deepStrictEqual((await doc(await call(CAROL, "/memory"))).facts, imported.facts)
+    const left = await doc(await call(CAROL, `/memory/facts/${first!.id}`, { method: "DELETE" }))
+    assert.deepStrictEqual(left.facts.map((f: { content: string }) => f.content), ["Carol uses vim"])
+  })
+
   it("gives the agent the user's facts, and only theirs", async () => {
     const fact = { content: "Likes-green-tea", confidence: 1 }
     await doc(await call(ALICE, "/memory/facts", { method: "POST", body: fact }))
