@@ -19,7 +19,7 @@ import * as MemoryReinforcement from "./MemoryReinforcement.js"
 import type { Pattern, Signal } from "./MemorySignals.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
 import type { Document, Fact, Section } from "./MemorySchema.js"
-import { expectedValidDaysOf } from "./MemorySchema.js"
+import { contentKey, expectedValidDaysOf } from "./MemorySchema.js"
 
 import type { Turn } from "./MemoryPrompt.js"
 
@@ -194,10 +194,11 @@ export interface ApplyOptions {
   readonly staleness?: MemoryStaleness.Settings | undefined
 }
 
+// (what `search` compares: words without case and spacing)
 const normalise = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase()
 
-/** Whether two facts say the same words (ignoring case and spacing): the second is not stored. */
-export const sameContent = (a: string, b: string): boolean => normalise(a) === normalise(b)
+/** Whether two facts say the same words (ignoring case, folded as DeerMem folds it, and spacing): a repeat. */
+export const sameContent = (a: string, b: string): boolean => contentKey(a) === contentKey(b)
 
 /** Keeps the `max` most confident facts (ties: the newer one), in their original order. */
 export const bound = (facts: ReadonlyArray<Fact>, max: number): ReadonlyArray<Fact> =>
@@ -288,7 +289,7 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
   const { facts: reviewed, ...review } =
     MemoryStaleness.reviewFacts(current, update, staleness, Date.parse(options.now))
   const facts: Array<Fact> = reviewed.filter((f) => !removed.has(f.id))
-  const known = new Set(facts.map((f) => normalise(f.content)))
+  const known = new Set(facts.map((f) => contentKey(f.content)))
   // what each new fact that passed the gate and the threshold says: a removal it replaces checks it was kept
   const replacements = new Map<number, string>()
   for (const [index, candidate] of (update.newFacts ?? []).entries()) {
@@ -300,9 +301,9 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
     const content = candidate.content.trim()
     const confidence = Math.min(1, Math.max(0, candidate.confidence ?? 0.5))
     if (content === "" || confidence < options.threshold) continue
-    replacements.set(index, normalise(content))
-    if (known.has(normalise(content))) continue
-    known.add(normalise(content))
+    replacements.set(index, contentKey(content))
+    if (known.has(contentKey(content))) continue
+    known.add(contentKey(content))
     const sourceError = candidate.sourceError?.trim()
     const lifetime = expectedValidDaysOf(candidate.expected_valid_days)
     facts.push({
@@ -364,7 +365,7 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
   const replaced = new Set<string>()
   for (const { id, index } of paired) {
     const key = replacements.get(index)
-    if (key === undefined || !applied.facts.some((f) => f.id !== id && normalise(f.content) === key)) {
+    if (key === undefined || !applied.facts.some((f) => f.id !== id && contentKey(f.content) === key)) {
       refusals.removal("replacement")
     } else {
       replaced.add(id)

@@ -21,7 +21,7 @@ import { escapeAttribute } from "./Markup.js"
 import { factGateReason, gateLabel, type GateReason } from "./MemoryGate.js"
 import { DAY_MS, parseTime } from "./MemoryEviction.js"
 import type { Fact } from "./MemorySchema.js"
-import { MAX_CONSOLIDATED_FROM } from "./MemorySchema.js"
+import { contentKey, MAX_CONSOLIDATED_FROM } from "./MemorySchema.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
 import { isRecord } from "./Json.js"
 
@@ -208,8 +208,6 @@ export interface Result {
   readonly refused: ReadonlyArray<GateReason>
 }
 
-const normalise = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase()
-
 /**
  * The facts with the model's merges made (see the module header): each merge that passes replaces its sources
  * by its fact, at the end of the memory; a merge that does not changes nothing. Whatever the model answers, no fact
@@ -248,9 +246,9 @@ export const consolidate = (
       : highest
     if (confidence < options.threshold) continue
     // the same words as a fact it does not replace: no second copy (its sources stay)
-    const key = normalise(content)
+    const key = contentKey(content)
     const others = [...facts.filter((f) => !consumed.has(f.id) && !ids.includes(f.id)), ...merged]
-    if (others.some((f) => normalise(f.content) === key)) continue
+    if (others.some((f) => contentKey(f.content) === key)) continue
     // the newest source's time, so that the fact ages with what it says (a source without a valid time: now)
     const times = sources.map((f) => parseTime(f.createdAt))
     const newest = times.some((t) => t === undefined)

@@ -29,6 +29,12 @@ export type Section = typeof Section.Type
 
 const section = () => ({ summary: "", updatedAt: "" })
 
+/**
+ * What a fact says, for telling repeats apart: its words without case and spacing. Case is folded as DeerMem's
+ * `casefold()` folds it (upper, then lower case: `Straße` and `STRASSE` are one), not only lowered.
+ */
+export const contentKey = (text: string): string => text.replace(/\s+/g, " ").trim().toUpperCase().toLowerCase()
+
 /** The fact categories the update prompt offers (a stored fact may carry any other). */
 export const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"] as const
 

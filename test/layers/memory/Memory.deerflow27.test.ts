@@ -1,7 +1,8 @@
 /**
  * DeerFlow's memory tests swept at assertion level (test_memory_staleness_review.py, test_memory_updater.py), the
  * cases where Antler differed, through FileMemory, its file and a scripted memory model: a stored fact without an id
- * is kept (under one) through an update, and a new fact whose confidence is `null` is malformed.
+ * is kept (under one) through an update, a new fact whose confidence is `null` is malformed, and a new fact that
+ * says a known one in other case is a repeat with case folded as Python's `casefold()` folds it.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
@@ -99,5 +100,22 @@ describe("DeerFlow's memory updater cases", () => {
       })])
       yield* update(memory)
       assert.deepStrictEqual(stored().map((f) => f.content), ["User uses npm"])
+    }))
+
+  // DeerFlow test_memory_updater.py::TestFactDeduplicationCaseInsensitive::test_duplicate_fact_different_case_not_stored:
+  // DeerMem's key is the content's casefold(), so `ß` and `SS` are one; a fact that says something else is stored
+  it.effect("a new fact that says a known one in other case is not stored, with case folded as casefold()", () =>
+    Effect.gen(function*() {
+      const known = { id: "fact_1", content: "User lives on Hauptstraße", category: "context", confidence: 0.9 }
+      const { memory, stored } = yield* setup(tempDir("antler-mem27-"), [known], [JSON.stringify({
+        user: {},
+        history: {},
+        newFacts: [
+          { content: "USER LIVES ON HAUPTSTRASSE", category: "context", confidence: 0.95, ...USER },
+          { content: "User works in Straßburg", category: "context", confidence: 0.95, ...USER }
+        ]
+      })])
+      yield* update(memory)
+      assert.deepStrictEqual(stored().map((f) => f.content), ["User lives on Hauptstraße", "User works in Straßburg"])
     }))
 })
