@@ -93,6 +93,16 @@ describe("memory settings", () => {
     )
     assert.deepStrictEqual(patched.facts[0], { ...fact, confidence: 0.6 })
 
+    // DeerFlow's FactCreateRequest: `category: str`, `confidence: float` (a PATCH's may be null: left as they are)
+    for (const body of [{ content: "Uses Vim", confidence: null }, { content: "Uses Vim", category: null }]) {
+      const refused = await call(ALICE, "/memory/facts", { method: "POST", body })
+      assert.strictEqual(refused.status, 422)
+      assert.include(JSON.stringify(await bodyOf(refused)), Object.keys(body)[1]!)
+    }
+    assert.deepStrictEqual((await doc(await call(ALICE, "/memory"))).facts.map((f: any) => f.content), [
+      "Prefers TypeScript"
+    ])
+
     // the same content twice is refused
     const twice = await call(ALICE, "/memory/facts", { method: "POST", body: { content: " Prefers TypeScript " } })
     assert.strictEqual(twice.status, 409)

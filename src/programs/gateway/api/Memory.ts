@@ -55,11 +55,11 @@ const Content = Schema.String.pipe(Schema.minLength(1, { message: () => "Memory 
 const Category = Schema.String.pipe(Schema.maxLength(MAX_CATEGORY_CHARS))
 const Confidence = Schema.Number.pipe(Schema.between(0, 1))
 
-/** `POST /memory/facts` */
+/** `POST /memory/facts` (a null category or confidence is refused, as DeerFlow's `FactCreateRequest` does) */
 export const FactCreate = Schema.Struct({
   content: Content,
-  category: Schema.optional(Schema.NullOr(Category)),
-  confidence: Schema.optional(Schema.NullOr(Confidence))
+  category: Schema.optional(Category),
+  confidence: Schema.optional(Confidence)
 })
 
 /** `PATCH /memory/facts/{fact_id}`: the fields given change, the others stay. */
