@@ -27,14 +27,18 @@ export interface SummarizationEvent {
 /** A before-summarisation hook. */
 export type Hook = (event: SummarizationEvent) => Effect.Effect<void, unknown>
 
-/** Runs `hooks` in order; a failure or defect of one is logged and the next runs (interruption still stops). */
+/**
+ * Runs `hooks` in order; a failure or defect of one is logged and the next runs (interruption still stops). The
+ * log line is DeerFlow's (`before_summarization hook NAME failed`, at error), NAME being the hook function's name
+ * (its place in the list for an anonymous one), so a search of either's logs finds both.
+ */
 export const run = (hooks: ReadonlyArray<Hook>, event: SummarizationEvent): Effect.Effect<void> =>
   Effect.forEach(hooks, (hook, index) =>
     Effect.suspend(() => hook(event)).pipe(
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
           ? Effect.failCause(cause as Cause.Cause<never>)
-          : Effect.logWarning(`A before-summarization hook (number ${index + 1}) failed; the compaction goes on`)
+          : Effect.logError(`before_summarization hook ${hook.name !== "" ? hook.name : `#${index + 1}`} failed`)
             .pipe(Effect.annotateLogs("cause", Cause.pretty(cause)))
       )
     ), { discard: true })
