@@ -85,23 +85,29 @@ export const layer = (options: Options): Middleware => {
  * Memory's before-summarisation hook (DeerFlow's `memory_flush_hook`): the messages Summarization is about to
  * remove from the thread are read for memory at once, since they will not be in the thread when its run ends.
  */
-export const beforeCompaction = (options: Options): SummarizationEvent.Hook => (event) =>
-  !options.memory.enabled || options.memory.mode === "tool"
-    ? Effect.void
-    // (inside a run, its request secrets masked, as at its end)
-    : Effect.flatMap(Effect.all([allowsOf(options), Effect.serviceOption(RunContext)]), ([allows, run]) =>
-      options.memory.enqueue({
-        threadId: event.threadId,
-        userId: event.userId,
-        agentName: options.agentName ?? event.agentName,
-        messages: Option.isNone(run) ? event.summarized : SkillSecrets.maskValue(
-          event.summarized,
-          SkillSecrets.maskedTexts(SkillSecrets.entries(run.value.options.secrets).values())
-        ),
-        modelName: event.modelName,
-        allows,
-        immediate: true
-      }))
+export const beforeCompaction = (options: Options): SummarizationEvent.Hook => {
+  // (named as DeerFlow's: a failure of it is logged as `before_summarization hook memory_flush_hook failed`)
+  const hook = {
+    memory_flush_hook: (event: SummarizationEvent.SummarizationEvent) =>
+      !options.memory.enabled || options.memory.mode === "tool"
+        ? Effect.void
+        // (inside a run, its request secrets masked, as at its end)
+        : Effect.flatMap(Effect.all([allowsOf(options), Effect.serviceOption(RunContext)]), ([allows, run]) =>
+          options.memory.enqueue({
+            threadId: event.threadId,
+            userId: event.userId,
+            agentName: options.agentName ?? event.agentName,
+            messages: Option.isNone(run) ? event.summarized : SkillSecrets.maskValue(
+              event.summarized,
+              SkillSecrets.maskedTexts(SkillSecrets.entries(run.value.options.secrets).values())
+            ),
+            modelName: event.modelName,
+            allows,
+            immediate: true
+          }))
+  }
+  return hook.memory_flush_hook
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Tool mode

@@ -5,8 +5,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
 import * as MemoryMW from "../../src/middleware/Memory.js"
+import * as Hooks from "../../src/middleware/summarization/Hooks.js"
 import { RunContext } from "../../src/services/RunContext.js"
 import * as M from "../../src/state/Message.js"
 import { runContext } from "../support/fixtures.js"
@@ -63,5 +65,29 @@ describe("Memory middleware and a run's request secrets", () => {
       // (outside a run: as it is)
       yield* hook(event)
       assert.include(memory.queued[1]!.messages.map(M.text).join("\n"), VALUE)
+    }))
+
+  // DeerFlow's memory_flush_hook: a failure of it is logged by that name (test_summarization_middleware.py's
+  // test_before_summarization_hook_exception_does_not_block_compression logs `before_summarization hook NAME failed`)
+  it.effect("memory's flush hook is named as DeerFlow's in the log of its failure", () =>
+    Effect.gen(function*() {
+      const memory = recording()
+      const broken = { ...memory.service, enqueue: () => Effect.die(new Error("queue closed")) }
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+      )
+      const event = {
+        summarized: [M.human("hi")],
+        preserved: [],
+        threadId: "t1",
+        userId: "u1",
+        agentName: undefined,
+        modelName: "main",
+        manual: false
+      }
+      yield* Hooks.run([MemoryMW.beforeCompaction({ memory: broken })], event).pipe(Effect.provide(capture))
+      assert.deepStrictEqual(logged, ["before_summarization hook memory_flush_hook failed"])
     }))
 })
