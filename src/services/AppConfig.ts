@@ -6,7 +6,16 @@ import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { AcpAgentsConfig } from "./config/Acp.js"
 import { AuthorizationConfig } from "./config/Authorization.js"
-import { BaseUrl, Fraction, JsonRecord, NonNegativeInt, PositiveInt, withDefault } from "./config/Fields.js"
+import {
+  BaseUrl,
+  BooleanOrWord,
+  Fraction,
+  JsonRecord,
+  NonNegativeInt,
+  PositiveInt,
+  PositiveIntOrDigits,
+  withDefault
+} from "./config/Fields.js"
 import {
   CircuitBreakerConfig,
   GuardrailsConfig,
@@ -152,15 +161,16 @@ export const AgentsApiConfig = Schema.Struct({ enabled: withDefault(Schema.Boole
 export type AgentsApiConfig = typeof AgentsApiConfig.Type
 
 export const UploadsConfig = Schema.Struct({
-  max_files: withDefault(PositiveInt, () => 10),
-  max_file_size: withDefault(PositiveInt, () => 50 * 1024 * 1024),
-  max_total_size: withDefault(PositiveInt, () => 100 * 1024 * 1024),
+  // (limits and the switch may be written as text, as DeerFlow's gateway reads them: `"1048576"`, `"yes"`, a `$VAR`)
+  max_files: withDefault(PositiveIntOrDigits, () => 10),
+  max_file_size: withDefault(PositiveIntOrDigits, () => 50 * 1024 * 1024),
+  max_total_size: withDefault(PositiveIntOrDigits, () => 100 * 1024 * 1024),
   /**
    * Whether an upload's documents get a Markdown sibling. Unset, the gateway's uploads do not (DeerFlow's default:
    * the parsers run on the host, before any sandbox, over files from any user) and the CLI's do (the operator's own
    * files).
    */
-  auto_convert_documents: Schema.optional(Schema.Boolean)
+  auto_convert_documents: Schema.optional(BooleanOrWord)
 })
 export type UploadsConfig = typeof UploadsConfig.Type
 

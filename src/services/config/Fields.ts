@@ -2,6 +2,7 @@
  * The field kinds the configuration's sections share: a nullable field with a default, numbers, and a model
  * server's address with its readable refusal.
  */
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 
 /** An optional field that may also be `null`, taking `value()` when absent or null. */
@@ -14,6 +15,47 @@ export const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () =>
 export const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
 export const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 export const Fraction = Schema.Number.pipe(Schema.between(0, 1))
+
+/**
+ * A positive whole number, also written as its digits (`"1048576"`, and what a `$VAR` gives, which is text once
+ * read), as DeerFlow's gateway reads its `uploads:` limits (`int(value)`). Other text is refused, naming it.
+ */
+export const PositiveIntOrDigits = Schema.transformOrFail(Schema.Union(Schema.Number, Schema.String), PositiveInt, {
+  strict: true,
+  decode: (value, _, ast) =>
+    typeof value === "number"
+      ? ParseResult.succeed(value)
+      : /^\s*\+?\d+\s*$/.test(value)
+      ? ParseResult.succeed(Number(value.trim()))
+      : ParseResult.fail(new ParseResult.Type(ast, value, `expected a whole number, got ${JSON.stringify(value)}`)),
+  encode: ParseResult.succeed
+})
+
+const TRUE_WORDS: ReadonlySet<string> = new Set(["1", "true", "yes", "on"])
+const FALSE_WORDS: ReadonlySet<string> = new Set(["0", "false", "no", "off", ""])
+
+/**
+ * A boolean, also written as text as DeerFlow reads `uploads.auto_convert_documents`: `"1"`, `"true"`, `"yes"`,
+ * `"on"` (any case, spaces around) and 1 are true; `"0"`, `"false"`, `"no"`, `"off"`, `""` and 0 false. Other text
+ * or numbers (which DeerFlow takes as true or false) are refused, naming them.
+ */
+export const BooleanOrWord = Schema.transformOrFail(
+  Schema.Union(Schema.Boolean, Schema.Number, Schema.String),
+  Schema.Boolean,
+  {
+    strict: true,
+    decode: (value, _, ast) => {
+      if (typeof value === "boolean") return ParseResult.succeed(value)
+      const word = String(value).trim().toLowerCase()
+      return TRUE_WORDS.has(word)
+        ? ParseResult.succeed(true)
+        : FALSE_WORDS.has(word) && (typeof value === "string" || word === "0")
+        ? ParseResult.succeed(false)
+        : ParseResult.fail(new ParseResult.Type(ast, value, `expected true or false, got ${JSON.stringify(value)}`))
+    },
+    encode: ParseResult.succeed
+  }
+)
 
 /**
  * Why a model server address cannot be used, or undefined when it can: it must be an `http://` or `https://`
