@@ -115,15 +115,29 @@ export const Arguments = Schema.Struct({
   })
 })
 
+/**
+ * `tool_search`'s description, DeerFlow's docstring as LangChain's `@tool` hands it to the model (the indentation of
+ * the lines after the first kept, as Python 3.12 leaves it).
+ */
+export const DESCRIPTION = [
+  "Fetches full schema definitions for deferred tools so they can be called.",
+  "",
+  "        Deferred tools appear by name in <available-deferred-tools> in the system",
+  "        prompt. Until fetched, only the name is known. This tool matches a query",
+  "        against the deferred tools and returns the matched tools complete schemas;",
+  "        once returned, a tool becomes callable.",
+  "",
+  "        Query forms:",
+  "          - \"select:Read,Edit\" -- fetch these exact tools by name",
+  "          - \"notebook jupyter\" -- keyword search, up to max_results best matches",
+  "          - \"+slack send\" -- require \"slack\" in the name, rank by remaining terms"
+].join("\n")
+
 /** The `tool_search` tool over a deferred catalog. */
 export const tool = (catalog: ReadonlyArray<ToolDefinition>, hash: string): Tool.Tool =>
   Tool.make({
     name: TOOL_NAME,
-    description: "Fetches full schema definitions for deferred tools so they can be called. Deferred tools are " +
-      "listed by name in <available-deferred-tools> in the system prompt; until fetched, only their names are " +
-      "known and they cannot be called. This tool matches a query against them and returns the matched tools' " +
-      `complete schemas (a search at most ${MAX_RESULTS}, a select: every tool it names); once returned, a tool ` +
-      "can be called from your next step on.",
+    description: DESCRIPTION,
     parameters: Arguments,
     handler: (args, call) => {
       const matched = search(catalog, args.query)

@@ -24,16 +24,39 @@ const MAX_MAX_RESULTS = 100
 const Args = Schema.Struct({
   include_outline: withDefault(
     Schema.Union(Schema.Boolean, Schema.Array(Schema.String)).annotations({
-      description: "Which files get their document outline (headings, or the first lines when there are none): " +
-        "false (default) none, true every file, or a list of filenames (e.g. [\"report.pdf\", \"data.csv\"])."
+      description: "Control which files get their document outline (headings/preview) returned. False (default): " +
+        "no outline for any file — just filename, size, and path. True: include outline/preview for every " +
+        ".md-convertible file. list of filenames: include outline/preview only for those specific files (e.g. " +
+        "[\"report.md\", \"data.csv\"])."
     }),
     () => false
   ),
   max_results: withDefault(
-    Schema.Number.annotations({ description: `At most this many files, newest first (1-100). Default: 20.` }),
+    Schema.Int.annotations({ description: "Maximum number of files to return (default 20, max 100)." }),
     () => DEFAULT_MAX_RESULTS
   )
 })
+
+/**
+ * The tool's description, DeerFlow's docstring as LangChain's `@tool` hands it to the model (the indentation of the
+ * lines after the first kept, as Python 3.12 leaves it).
+ */
+export const DESCRIPTION = [
+  "Discover historical uploaded files available in this thread.",
+  "",
+  "    Returns files that were uploaded in PREVIOUS turns — files uploaded in the",
+  "    current run are excluded (they are already listed in <current_uploads>).",
+  "",
+  "    Use this tool when:",
+  "    - The user refers to previously uploaded files without naming them (e.g. \"analyze those PDFs I uploaded " +
+  "before\")",
+  "    - You need to check what files are available in this thread",
+  "    - You are starting work on a thread and want an overview of available data",
+  "",
+  "    Skip this tool when:",
+  "    - The user names a specific file — use read_file or grep directly with the path",
+  "    - The file was uploaded in the current run — it's already in <current_uploads>"
+].join("\n")
 
 /** A file of the listing, as the model reads it. */
 interface Listed {
@@ -149,10 +172,7 @@ export const tool = (home: string): Tool.Tool =>
   Tool.make({
     name: NAME,
     readOnly: true,
-    description: "List the files uploaded to this thread in earlier turns (this turn's uploads are already in " +
-      "<current_uploads>): filename, size and path, newest first, and the document outline of the files you ask " +
-      "for. Use it when the user refers to earlier uploads without naming them, or to see what data the thread " +
-      "has. When you know the file's name, read it directly with read_file or grep instead.",
+    description: DESCRIPTION,
     parameters: Args,
     handler: (args) =>
       Effect.gen(function*() {
