@@ -131,7 +131,8 @@ export const toolsOf = (
       server,
       name: exposedName(server, tool.name, config.tool_name_prefix),
       original: tool.name,
-      description: clean(tool.description ?? "", MAX_DESCRIPTION) || `${tool.name} (MCP server ${server})`,
+      // (none: "", as langchain-mcp-adapters gives DeerFlow's model; a task's submit tool then has its contract alone)
+      description: clean(tool.description ?? "", MAX_DESCRIPTION),
       inputSchema: schema.right,
       routing: routingOf(config, tool.name)
     })
