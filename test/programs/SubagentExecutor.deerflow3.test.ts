@@ -6,33 +6,16 @@
  * runs the real chain over a scripted model.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as ConfigFile from "../../src/layers/ConfigFile.js"
-import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
-import * as Subagents from "../../src/programs/Subagents.js"
-import { AppConfigService } from "../../src/services/AppConfig.js"
-import { ModelService } from "../../src/services/ModelService.js"
-import { SubagentRunner } from "../../src/services/SubagentRunner.js"
-import { inRun, tempDirs } from "../support/fixtures.js"
-
-const tempDir = tempDirs()
+import { inRun } from "../support/fixtures.js"
+import { subagentRunner } from "../support/subagentRunner.js"
 
 const runTask = (script: ScriptedModel.Script) =>
   Effect.gen(function*() {
-    const models = [{ name: "ark-model", use: "langchain_openai:ChatOpenAI", model: "m" }]
-    const app = yield* ConfigFile.fromObject({ models }, { home: tempDir("antler-df-exec-") })
-    const config = Layer.succeed(AppConfigService, app)
-    const services = Layer.mergeAll(
-      config,
-      Layer.succeed(ModelService, ScriptedModel.make(script)),
-      LocalSandbox.layer().pipe(Layer.provide(config))
-    )
-    const context = yield* Layer.build(Subagents.layer({ bash: false }).pipe(Layer.provide(services)))
+    const runner = yield* subagentRunner(ScriptedModel.make(script))
     const run = inRun({ threadId: "test-thread" })
-    const outcome = yield* Context.get(context, SubagentRunner).run({
+    const outcome = yield* runner.run({
       toolCallId: "tc-1",
       description: "do something",
       prompt: "Do something",

@@ -10,34 +10,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as ConfigFile from "../../src/layers/ConfigFile.js"
-import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
-import * as Subagents from "../../src/programs/Subagents.js"
-import { AppConfigService } from "../../src/services/AppConfig.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
-import { ModelService } from "../../src/services/ModelService.js"
 import { RunContext } from "../../src/services/RunContext.js"
-import { SubagentRunner } from "../../src/services/SubagentRunner.js"
 import * as M from "../../src/state/Message.js"
-import { inRun, runContext, tempDirs } from "../support/fixtures.js"
-
-const tempDir = tempDirs()
-
-const runner = (model: ModelService["Type"], raw: Record<string, unknown> = {}) =>
-  Effect.gen(function*() {
-    const models = [{ name: "ark-model", use: "langchain_openai:ChatOpenAI", model: "m" }]
-    const app = yield* ConfigFile.fromObject({ models, ...raw }, { home: tempDir("antler-df-task-") })
-    const config = Layer.succeed(AppConfigService, app)
-    const services = Layer.mergeAll(
-      config,
-      Layer.succeed(ModelService, model),
-      LocalSandbox.layer().pipe(Layer.provide(config))
-    )
-    const context = yield* Layer.build(Subagents.layer({ bash: false }).pipe(Layer.provide(services)))
-    return Context.get(context, SubagentRunner)
-  })
+import { inRun, runContext } from "../support/fixtures.js"
+import { subagentRunner } from "../support/subagentRunner.js"
 
 describe("test_task_tool_core_logic.py: the task's progress events", () => {
   it.scoped("started, running per step with the usage so far, completed with the result and the final usage", () =>
@@ -53,7 +31,7 @@ describe("test_task_tool_core_logic.py: the task's progress events", () => {
           }
       )
       const run = inRun({ threadId: "thread-1" })
-      const outcome = yield* (yield* runner(model)).run({
+      const outcome = yield* (yield* subagentRunner(model)).run({
         toolCallId: "tc-123",
         description: "运行子任务",
         prompt: "collect diagnostics",
@@ -95,7 +73,7 @@ describe("test_task_tool_core_logic.py: the subagent's model decides its tools",
     Effect.gen(function*() {
       const seen: Array<ModelRequest> = []
       const model = ScriptedModel.make((request) => (seen.push(request), "done"))
-      const tasks = yield* runner(model, {
+      const tasks = yield* subagentRunner(model, {
         models: [
           { name: "text", use: "langchain_openai:ChatOpenAI", model: "t" },
           { name: "eyes", use: "langchain_openai:ChatOpenAI", model: "e", supports_vision: true }
