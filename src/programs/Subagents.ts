@@ -98,9 +98,15 @@ export const GENERAL_PURPOSE = "general-purpose"
 /** The built-in `bash` subagent. */
 export const BASH = "bash"
 
-/** Why `bash` is refused when bash cannot run in the sandbox. */
-export const BASH_DISABLED_MESSAGE = "The bash subagent is disabled: commands cannot run in this sandbox (bubblewrap " +
-  "is not available and sandbox.allow_host_bash is false). Use general-purpose instead."
+/**
+ * Why `bash` is refused when bash cannot run in the sandbox: DeerFlow's sentence
+ * (`LOCAL_BASH_SUBAGENT_DISABLED_MESSAGE`) with Antler's sandbox in it (bubblewrap where DeerFlow names its
+ * AioSandboxProvider).
+ */
+export const BASH_DISABLED_MESSAGE = "Bash subagent is disabled because commands cannot run in an isolated sandbox " +
+  "here (bubblewrap is not available) and host bash execution is not a secure sandbox boundary. Install " +
+  "bubblewrap for isolated bash access, or set sandbox.allow_host_bash: true only in a fully trusted local " +
+  "environment. Use general-purpose instead."
 
 /**
  * The registry of a configuration (SPEC §8.1): built-ins (`bash` only when `bash` is true), then custom
