@@ -540,13 +540,17 @@ export const make = (options: Options = {}) =>
               usage: usageOf([...seen.values()])
             })
           }),
-          Effect.onInterrupt(() =>
-            emit(TaskEvent.cancelled, {
-              ...common,
-              error: "Task cancelled by user.",
-              usage: usageOf([...seen.values()]) ?? null
-            })
-          )
+          Effect.onInterrupt(() => {
+            const usage = usageOf([...seen.values()])
+            return Effect.zipRight(
+              emit(TaskEvent.cancelled, { ...common, error: "Task cancelled by user.", usage: usage ?? null }),
+              // no result will carry it to the run's next step (TokenUsage's roll-up): what the subagent spent is
+              // the run's now, as DeerFlow's task tool reports it to the run's journal before it re-raises
+              usage === undefined || !app.config.token_usage.enabled ? Effect.void : Effect.ignore(parentState.update({
+                token_usage: [{ model: modelName ?? "unknown", purpose: "subagent", ...usage }]
+              }))
+            )
+          })
         )
         const usage = outcome.usage ?? null
         switch (outcome.status) {

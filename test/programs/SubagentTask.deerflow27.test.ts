@@ -5,12 +5,16 @@
  * (`test_subagent_step_events.py`). The subagents run the app's real runner over a scripted model.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as DurableContext from "../../src/middleware/DurableContext.js"
 import * as SubagentLimit from "../../src/middleware/SubagentLimit.js"
+import { ModelService } from "../../src/services/ModelService.js"
 import * as M from "../../src/state/Message.js"
 import * as SubagentStatus from "../../src/state/SubagentStatus.js"
+import { inRun } from "../support/fixtures.js"
 import * as Harness from "../support/harness.js"
 import { subagentRunner } from "../support/subagentRunner.js"
 
@@ -31,5 +35,55 @@ describe("test_task_tool_core_logic.py", () => {
       assert.isTrue(error.startsWith("Bash subagent is disabled"), error)
       assert.strictEqual(M.text(result), `Task failed. Error: ${error}`)
     })))
-})
 
+  // test_cancellation_reports_subagent_usage: what a task's subagent spent before its run was cancelled is
+  // counted in the run's token usage (DeerFlow reports it to the run's journal before the cancellation goes on)
+  it.scoped("a task cancelled with its run: the tokens its subagent spent are the run's, as a subagent's", () =>
+    Effect.gen(function*() {
+      const stalled = yield* Deferred.make<void>()
+      const scripted = ScriptedModel.make([{
+        content: "Looking.",
+        toolCalls: [{ name: "ls", args: { description: "look", path: "/mnt/user-data/workspace" } }],
+        usage: { input_tokens: 50, output_tokens: 25, total_tokens: 75 }
+      }])
+      let calls = 0
+      // the subagent's second model call never answers: the run is cancelled while it waits
+      const model = ModelService.of({
+        generate: (request) =>
+          calls++ === 0 ? scripted.generate(request) : Effect.zipRight(Deferred.succeed(stalled, undefined), Effect.never)
+      })
+      const runner = yield* subagentRunner(model)
+      const run = inRun({ threadId: "thread-1" })
+      const task = yield* Effect.fork(
+        runner.run({ toolCallId: "tc-cancel-report", description: "执行任务", prompt: "cancel me", subagentType: "general-purpose" })
+          .pipe(Effect.provide(run.context))
+      )
+      yield* Deferred.await(stalled)
+      yield* Fiber.interrupt(task)
+      const spent = { input_tokens: 50, output_tokens: 25, total_tokens: 75 }
+      const cancelled = run.events.flatMap((e) => e.type === "custom" && e.name === "task_cancelled" ? [e.data as any] : [])
+      assert.lengthOf(cancelled, 1)
+      assert.deepStrictEqual(cancelled[0].usage, spent)
+      const usage = run.state().token_usage
+      assert.deepInclude(usage?.total ?? {}, spent)
+      assert.deepInclude(usage?.by_purpose?.subagent ?? {}, { ...spent, calls: 1 })
+      assert.deepInclude(usage?.by_model["ark-model"] ?? {}, spent)
+    }))
+
+  it.scoped("a task cancelled before its subagent spent anything adds nothing to the run's token usage", () =>
+    Effect.gen(function*() {
+      const stalled = yield* Deferred.make<void>()
+      const model = ModelService.of({
+        generate: () => Effect.zipRight(Deferred.succeed(stalled, undefined), Effect.never)
+      })
+      const runner = yield* subagentRunner(model)
+      const run = inRun({ threadId: "thread-1" })
+      const task = yield* Effect.fork(
+        runner.run({ toolCallId: "tc-idle", description: "d", prompt: "p", subagentType: "general-purpose" })
+          .pipe(Effect.provide(run.context))
+      )
+      yield* Deferred.await(stalled)
+      yield* Fiber.interrupt(task)
+      assert.isNull(run.state().token_usage)
+    }))
+})
