@@ -140,18 +140,22 @@ export const objectEnd = (text: string, start: number): number | undefined => {
   return undefined
 }
 
+const dumps = (value: unknown, sortKeys: boolean): string => {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  if (Array.isArray(value)) return `[${value.map((item) => dumps(item, sortKeys)).join(", ")}]`
+  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
+  if (sortKeys) entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${dumps(v, sortKeys)}`).join(", ")}}`
+}
+
 /**
  * The text of Python's `json.dumps(value, sort_keys=True, ensure_ascii=False)`: `", "` and `": "` between items,
  * keys in order, characters as they are. DeerFlow hashes such text and measures sizes by it.
  */
-export const pythonDumps = (value: unknown): string => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (Array.isArray(value)) return `[${value.map(pythonDumps).join(", ")}]`
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${pythonDumps(v)}`).join(", ")}}`
-}
+export const pythonDumps = (value: unknown): string => dumps(value, true)
+
+/** The text of Python's `json.dumps(value, ensure_ascii=False)`: as `pythonDumps`, keys in their own order. */
+export const pythonDumpsUnsorted = (value: unknown): string => dumps(value, false)
 
 /** Whether a parsed value is a JSON object (a mapping: not null, not an array). */
 export const isRecord = (value: unknown): value is Record<string, unknown> =>

@@ -11,6 +11,7 @@ import * as Fiber from "effect/Fiber"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as DurableContext from "../../src/middleware/DurableContext.js"
 import * as SubagentLimit from "../../src/middleware/SubagentLimit.js"
+import * as RunJournal from "../../src/programs/gateway/RunJournal.js"
 import { ModelService } from "../../src/services/ModelService.js"
 import * as M from "../../src/state/Message.js"
 import * as SubagentStatus from "../../src/state/SubagentStatus.js"
@@ -86,4 +87,49 @@ describe("test_task_tool_core_logic.py", () => {
       yield* Fiber.interrupt(task)
       assert.isNull(run.state().token_usage)
     }))
+})
+
+describe("test_subagent_step_events.py", () => {
+  // test_ai_step_caps_large_tool_call_args: the preview of large arguments is Python's json.dumps of them (", " and
+  // ": " between items, keys in the call's order), cut to SUBAGENT_STEP_MAX_CHARS
+  it("a large call's arguments are recorded as DeerFlow's json.dumps text, cut to the step's cap", () => {
+    const journal = RunJournal.make(() => "2026-12-07T00:00:00.000Z")
+    const payload = "F".repeat(RunJournal.STEP_MAX_CHARS + 4096)
+    journal.push([{
+      type: "custom",
+      name: "task_running",
+      data: {
+        task_id: "t",
+        message_index: 1,
+        message: M.ai("writing the file", {
+          tool_calls: [{ id: "w", name: "write_file", args: { path: "/mnt/out.txt", content: payload }, type: "tool_call" }]
+        })
+      }
+    }])
+    const [step] = journal.events().map((e) => e.content as any)
+    const [call] = step.tool_calls
+    assert.strictEqual(call.name, "write_file")
+    assert.isTrue(call.args_truncated)
+    assert.strictEqual(call.args.length, RunJournal.STEP_MAX_CHARS)
+    assert.isTrue(call.args.startsWith(`{"path": "/mnt/out.txt", "content": "FFF`), call.args.slice(0, 60))
+  })
+
+  it("arguments whose compact JSON fits but whose json.dumps text does not are cut, as DeerFlow cuts them", () => {
+    const journal = RunJournal.make(() => "2026-12-07T00:00:00.000Z")
+    // compact, `{"n":[1,1,...]}` is 8,187 characters (fits); as json.dumps writes it, `{"n": [1, 1, ...]}`, 12,277
+    const args = { n: Array.from({ length: 4090 }, () => 1) }
+    assert.isAtMost(JSON.stringify(args).length, RunJournal.STEP_MAX_CHARS)
+    journal.push([{
+      type: "custom",
+      name: "task_running",
+      data: {
+        task_id: "t",
+        message_index: 1,
+        message: M.ai("", { tool_calls: [{ id: "c", name: "bash", args, type: "tool_call" }] })
+      }
+    }])
+    const [step] = journal.events().map((e) => e.content as any)
+    assert.isTrue(step.tool_calls[0].args_truncated)
+    assert.isTrue(step.tool_calls[0].args.startsWith(`{"n": [1, 1, `))
+  })
 })

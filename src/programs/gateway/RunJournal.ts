@@ -18,6 +18,7 @@ import { ORIGINAL_USER_CONTENT, originalUserContent } from "../../middleware/Inp
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
 import { headChars } from "../../state/Chars.js"
+import { pythonDumpsUnsorted } from "../../state/Json.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import * as Delivery from "./Delivery.js"
@@ -112,7 +113,8 @@ const step = (taskId: string, index: number, message: Record<string, unknown>) =
     const calls = Array.isArray(message.tool_calls) ? message.tool_calls as ReadonlyArray<unknown> : []
     out.tool_calls = calls.map((call) => {
       const c = record(call) ?? {}
-      const args = typeof c.args === "string" ? c.args : JSON.stringify(c.args ?? {})
+      // (DeerFlow measures and previews them as Python's json.dumps writes them)
+      const args = typeof c.args === "string" ? c.args : pythonDumpsUnsorted(c.args ?? {})
       const [head, truncated] = cut(args, STEP_MAX_CHARS)
       return truncated
         ? { name: c.name ?? null, args: head, args_truncated: true }
