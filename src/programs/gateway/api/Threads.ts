@@ -198,7 +198,10 @@ export const StateObject = Schema.Struct({
 /** A thread's states, newest first. */
 export const StateHistory = Schema.Array(StateObject)
 
-/** The answer to a state update: the checkpoint it made. */
+/**
+ * The answer to a state update under LangGraph's routes: the checkpoint it made. DeerFlow's route
+ * (`/api/threads/{id}/state`) answers the thread's state after it (`StateObject`), as DeerFlow's does.
+ */
 export const StateUpdated = Schema.Struct({ checkpoint: Checkpoint }).annotations({ identifier: "ThreadStateUpdated" })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -289,6 +292,7 @@ export const group = HttpApiGroup.make("threads")
       .setPath(ThreadPath)
       .setPayload(StateUpdateRequest)
       .addSuccess(StateUpdated)
+      .addSuccess(StateObject)
       .addError(ThreadNotFound)
       .addError(BodyRefusals)
       .addError(refusal(409, "A run holds the thread"))

@@ -209,7 +209,8 @@ export const layer = (api: LangGraphApi) =>
               pinned(b) - pinned(a) || order * String(a[sortBy]).localeCompare(String(b[sortBy]))
             )
             const offset = request.offset ?? 0
-            const page = matches.slice(offset, offset + (request.limit ?? 10))
+            // (a search naming no limit: DeerFlow's route answers up to 100 threads, LangGraph's 10)
+            const page = matches.slice(offset, offset + (request.limit ?? (deerflow ? 100 : 10)))
             // DeerFlow's own route (`/api/threads/search`) answers whole threads whatever `select` names, as
             // DeerFlow's gateway does (its web app sends one); LangGraph's routes answer only the fields named
             const select = deerflow ? undefined : request.select
@@ -377,7 +378,7 @@ export const layer = (api: LangGraphApi) =>
             const thread = yield* access.threadRef(userId, path.thread_id)
             return json(Threads.StateObject, yield* currentState(thread))
           }))
-        .handleRaw("updateState", ({ path }) =>
+        .handleRaw("updateState", ({ path, request: http }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const thread = yield* access.threadRef(userId, path.thread_id)
@@ -476,7 +477,11 @@ export const layer = (api: LangGraphApi) =>
                 : fail("unprocessable", appended.left.message)
             }
             const latest = yield* currentState(thread)
-            return json(Threads.StateUpdated, { checkpoint: latest.checkpoint })
+            // DeerFlow's own route answers the state the update made (values, `checkpoint_id`, ...), as DeerFlow's
+            // gateway does; LangGraph's routes answer LangGraph's `{checkpoint}`
+            return prefixOf(http.url) === DEERFLOW_PREFIX
+              ? json(Threads.StateObject, latest)
+              : json(Threads.StateUpdated, { checkpoint: latest.checkpoint })
           }))
         .handleRaw("getStateAtCheckpoint", ({ path }) =>
           Effect.gen(function*() {
