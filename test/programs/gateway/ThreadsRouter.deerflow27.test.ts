@@ -88,3 +88,33 @@ describe("DeerFlow's threads router: a search naming no limit", () => {
     assert.strictEqual((await local("POST", "/api/threads/search", { limit: 3 })).json().length, 3)
   })
 })
+
+describe("DeerFlow's threads router: what a branch copies", () => {
+  // DeerFlow: test_branch_copies_union_typed_reducer_channels_as_plain_values and
+  // test_branch_does_not_inherit_thread_scoped_channels (DeerFlow's branch copies the newest checkpoint that holds
+  // the answer, so a goal or todos set after the run go with it)
+  it("a branch of the latest answer has the goal and todos the thread has now, not its sandbox", async () => {
+    await made("union-branch-source")
+    const ran = await local("POST", "/api/threads/union-branch-source/runs/wait", {
+      input: Support.userInput("question")
+    })
+    assert.strictEqual(ran.status, 200, ran.text)
+    const todos = [{ content: "write tests", status: "pending" }]
+    assert.strictEqual((await local("PUT", "/api/threads/union-branch-source/goal", { objective: "ship the fix" }))
+      .status, 200)
+    assert.strictEqual((await local("POST", "/api/threads/union-branch-source/state", { values: { todos } })).status, 200)
+    const source = (await local("GET", "/api/threads/union-branch-source/state")).json()
+    const answer = source.values.messages.findLast((m: any) => m.type === "ai")
+    const branched = await local("POST", "/api/threads/union-branch-source/branches", {
+      message_id: answer.id,
+      message_ids: [answer.id]
+    })
+    assert.strictEqual(branched.status, 200, branched.text)
+    const branch = (await local("GET", `/api/threads/${branched.json().thread_id}/state`)).json()
+    assert.strictEqual(branch.values.goal?.objective, "ship the fix")
+    assert.deepStrictEqual(branch.values.todos, todos)
+    assert.deepStrictEqual(branch.values.messages.map((m: any) => m.id), source.values.messages.map((m: any) => m.id))
+    assert.isNull(branch.values.sandbox ?? null)
+    assert.isNull(branch.values.thread_data ?? null)
+  })
+})

@@ -286,10 +286,13 @@ export const layer = (api: DeerFlowApi) =>
               : baseBefore(records, { origin }, opening.id)
             const base = baseSeq === Fork.BEFORE_FIRST ? undefined : Fork.stateAfter(records, baseSeq)
             if (base !== undefined && Either.isLeft(base)) return yield* fail("internal", base.left.message)
+            // a branch of the latest answer has the thread's goal and todos as they are now (set, or judged by the
+            // goal's evaluator, after the run), as DeerFlow's branch copies its newest checkpoint holding the answer
+            const now = latest ? { goal: state.goal, todos: state.todos } : {}
             const seeds = BranchSeed.seeds(
               branchId,
               base === undefined ? undefined : { ...base.right, title },
-              { ...snapshot.right, title }
+              { ...snapshot.right, ...now, title }
             )
             // (about what the parent keeps, reserved until the branch is seeded, freed by each seed: `filling`)
             const { clone } = yield* access.filling(
