@@ -100,9 +100,10 @@ describe("DeerFlow's threads router: what a branch copies", () => {
     })
     assert.strictEqual(ran.status, 200, ran.text)
     const todos = [{ content: "write tests", status: "pending" }]
-    assert.strictEqual((await local("PUT", "/api/threads/union-branch-source/goal", { objective: "ship the fix" }))
-      .status, 200)
-    assert.strictEqual((await local("POST", "/api/threads/union-branch-source/state", { values: { todos } })).status, 200)
+    const goal = await local("PUT", "/api/threads/union-branch-source/goal", { objective: "ship the fix" })
+    assert.strictEqual(goal.status, 200, goal.text)
+    const set = await local("POST", "/api/threads/union-branch-source/state", { values: { todos } })
+    assert.strictEqual(set.status, 200, set.text)
     const source = (await local("GET", "/api/threads/union-branch-source/state")).json()
     const answer = source.values.messages.findLast((m: any) => m.type === "ai")
     const branched = await local("POST", "/api/threads/union-branch-source/branches", {
