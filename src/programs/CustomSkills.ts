@@ -59,6 +59,8 @@ const MAX_PATH_CHARS = 512
 export class CustomSkillError extends Schema.TaggedError<CustomSkillError>()("CustomSkillError", {
   reason: Schema.Literal("invalid", "not_found", "exists", "read_only", "io"),
   message: Schema.String,
+  /** SkillScan's blocking findings, when they refused the write (DeerFlow's `StaticScanBlockedError.findings`). */
+  findings: Schema.optional(Schema.Array(Schema.Unknown)),
   cause: Schema.optional(Schema.Defect)
 }) {}
 
@@ -325,8 +327,11 @@ export const make = (root: string, options: { readonly scan?: boolean } = {}): S
   /** Refuses what SkillScan blocks in file `path` of skill `name` (DeerFlow's static scan before a write). */
   const scanned = (name: string, path: string, content: string) => {
     if (options.scan === false) return
-    const blocked = SkillScan.blockedMessage(name, SkillScan.scanTexts([{ path, text: content }]))
-    if (blocked !== undefined) throw invalid(blocked)
+    const result = SkillScan.scanTexts([{ path, text: content }])
+    const blocked = SkillScan.blockedMessage(name, result)
+    if (blocked === undefined) return
+    const findings = result.findings.filter((finding) => finding.severity === "CRITICAL")
+    throw new CustomSkillError({ reason: "invalid", message: blocked, findings })
   }
 
   const checked = (name: string, content: string) => {

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { RunContext } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
+import * as Json from "../state/Json.js"
 import * as Redact from "../state/Redact.js"
 import * as CustomSkills from "./CustomSkills.js"
 
@@ -116,6 +117,11 @@ export const make = (
               Effect.logError(`skill_manage: ${error.message}`, error.cause),
               Effect.succeed(refuse("The skill could not be written (see the server's log). Nothing was changed."))
             )
-            : Effect.succeed(refuse(error.message)))
+            : Effect.succeed(refuse(
+              // what SkillScan blocked, its findings as DeerFlow's `_raise_static_block` adds them (secrets redacted)
+              error.findings === undefined ? error.message : `${error.message} Findings: ${
+                Json.pythonDumpsUnsorted({ skill_name: args.name.trim(), findings: error.findings })
+              }`
+            )))
       )
   })

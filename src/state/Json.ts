@@ -150,7 +150,8 @@ const dumps = (value: unknown, sortKeys: boolean): string => {
 
 /**
  * The text of Python's `json.dumps(value, sort_keys=True, ensure_ascii=False)`: `", "` and `": "` between items,
- * keys in order, characters as they are. DeerFlow hashes such text and measures sizes by it.
+ * keys in order, characters as they are. DeerFlow hashes such text and measures sizes by it. With `sortKeys: false`,
+ * `json.dumps(value, ensure_ascii=False)`: the keys as the object has them.
  */
 export const pythonDumps = (value: unknown): string => dumps(value, true)
 
