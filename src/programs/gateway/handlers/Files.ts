@@ -185,6 +185,17 @@ export const byteRange = (
   return start >= size ? "unsatisfiable" : { start, end }
 }
 
+/** Whether `file` (a name in uploads directory `dir`) is a link that leads out of it, dangling or not. */
+const leadsOut = async (dir: string, file: string): Promise<boolean> => {
+  const linked = await Fs.promises.lstat(file).catch(() => null)
+  if (linked?.isSymbolicLink() !== true) return false
+  const base = await Fs.promises.realpath(dir).catch(() => dir)
+  const target = await Fs.promises.realpath(file).catch(() =>
+    Fs.promises.readlink(file).then((to) => Path.resolve(base, to), () => base)
+  )
+  return target !== base && !target.startsWith(`${base}${Path.sep}`)
+}
+
 /** The status of a refused upload: too many or too large files 413 (as DeerFlow), a write that failed 500. */
 const uploadRefusal = (reason: Upload.UploadError["reason"]): GatewayError["reason"] =>
   reason === "too_many_files" || reason === "file_too_large" || reason === "total_too_large"
@@ -338,7 +349,10 @@ export const layer = (api: DeerFlowApi) =>
             const filename = path.filename
             const problemText = Upload.filenameProblem(filename)
             if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
-            const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
+            const dir = threadPaths(app.home, userId, stored).uploads
+            const file = Path.join(dir, filename)
+            // a link leading out of the uploads is a traversal (DeerFlow's delete_file_safe resolves the name first)
+            if (yield* Effect.promise(() => leadsOut(dir, file))) return yield* fail("bad_request", "Invalid path")
             // (a folder the sandbox made there is no upload: 404, as DeerFlow answers it)
             const stat = yield* Effect.promise(() => Fs.promises.stat(file).catch(() => null))
             if (stat === null || stat.isDirectory()) return yield* fail("not_found", `File not found: ${filename}`)
