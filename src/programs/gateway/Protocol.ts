@@ -434,8 +434,14 @@ export interface Frame {
   readonly data: string
 }
 
-/** The SSE text of a frame: `event: …\ndata: <json>\nid: <id>\n\n` (SPEC §12.2). */
-export const sse = (frame: Frame): string => `event: ${frame.event}\ndata: ${frame.data}\nid: ${frame.id}\n\n`
+/**
+ * The SSE text of a frame: `event: …\ndata: <json>\nid: <id>\n\n` (SPEC §12.2). A `gap` has no `id:`, as DeerFlow's:
+ * it is no event of the run, so a client's `Last-Event-ID` stays the last event it got.
+ */
+export const sse = (frame: Frame): string =>
+  frame.event === "gap"
+    ? `event: gap\ndata: ${frame.data}\n\n`
+    : `event: ${frame.event}\ndata: ${frame.data}\nid: ${frame.id}\n\n`
 
 /** The SSE heartbeat comment. */
 export const HEARTBEAT = ": heartbeat\n\n"
@@ -450,11 +456,14 @@ export const modeOfEvent = (event: string): StreamMode | undefined =>
     ? event
     : undefined
 
-/** The `gap` event's payload (SPEC §12.2): the cursor fell out of the replay window. */
+/**
+ * The `gap` event's payload (SPEC §12.2): the cursor fell out of the replay window. A client that gave no cursor
+ * (`requested` 0) is named by none (`null`, as DeerFlow's).
+ */
 export const gapPayload = (runId: string, requested: number, earliest: number, latest: number) => ({
   code: "stream_replay_gap",
   run_id: runId,
-  requested_event_id: String(requested),
+  requested_event_id: requested > 0 ? String(requested) : null,
   earliest_available_event_id: String(earliest),
   latest_available_event_id: String(latest),
   recovery: "reload_durable_state"
