@@ -77,14 +77,15 @@ export const make = (runId: string, options: Options): FrameMirror => {
       changed()
     },
     finished: () => finished,
-    after: (cursor) => {
+    origin: () => (frames[0]?.id ?? 1) - 1,
+    after: (cursor, requested) => {
       const first = frames[0]
       const last = frames[frames.length - 1]
       if (first === undefined || last === undefined || (gapFrame !== undefined && last.id <= cursor)) {
         return gapFrame === undefined ? { frames: [] } : { frames: [], gap: gapFrame }
       }
       if (trimmed && cursor < first.id - 1) {
-        const gap = Protocol.gapPayload(runId, cursor, first.id, last.id)
+        const gap = Protocol.gapPayload(runId, requested ?? cursor, first.id, last.id)
         return { frames: [], gap: { id: last.id, event: "gap", data: JSON.stringify(gap) } }
       }
       return { frames: cursor < first.id ? frames : frames.slice(firstAfter(frames, cursor)) }

@@ -27,7 +27,11 @@ export interface QueuedRun {
   readonly modes: ReadonlyArray<StreamMode>
   readonly done: Deferred.Deferred<RunRecord>
   readonly finished: () => boolean
-  readonly after: (cursor: number) => { readonly frames: ReadonlyArray<Frame>; readonly gap?: Frame }
+  readonly after: (
+    cursor: number,
+    requested?: number
+  ) => { readonly frames: ReadonlyArray<Frame>; readonly gap?: Frame }
+  readonly origin: () => number
   readonly changes: () => number
   readonly onChange: (listener: () => void) => () => void
   readonly state: () => TS.ThreadState
@@ -56,7 +60,8 @@ export const make = (identity: {
     ...identity,
     done,
     finished: () => ended || handedOver || (started?.finished() ?? false),
-    after: (cursor) => started?.after(cursor) ?? { frames: ended && cursor < 1 ? END : [] },
+    after: (cursor, requested) => started?.after(cursor, requested) ?? { frames: ended && cursor < 1 ? END : [] },
+    origin: () => started?.origin() ?? 0,
     // a change when it starts or ends unstarted, then the started run's own (counted after that one)
     changes: () => (started !== undefined ? started.changes() + 1 : ended ? 1 : 0),
     onChange: (listener) => {

@@ -15,8 +15,17 @@ import * as Protocol from "./Protocol.js"
 export interface Reader {
   /** Whether the run's last event (`end`) is in the buffer. */
   readonly finished: () => boolean
-  /** The buffered frames with an id greater than `cursor`, or the gap when `cursor` is older than the buffer. */
-  readonly after: (cursor: number) => { readonly frames: ReadonlyArray<Protocol.Frame>; readonly gap?: Protocol.Frame }
+  /**
+   * The buffered frames with an id greater than `cursor`, or the gap when `cursor` is older than the buffer (0: from
+   * the first kept frame). With `requested`, the last event a subscriber got (0: none), `cursor` is a place it
+   * holds: one before the kept frames is a gap naming `requested`, at 0 too (it fell behind, as DeerFlow's).
+   */
+  readonly after: (
+    cursor: number,
+    requested?: number
+  ) => { readonly frames: ReadonlyArray<Protocol.Frame>; readonly gap?: Protocol.Frame }
+  /** The place a subscriber without a cursor takes now: just before the first kept frame. */
+  readonly origin: () => number
   /** How many times frames were appended so far (compare before and after a wait). */
   readonly changes: () => number
   /** Calls `listener` once, at the next append; returns what takes it back. */
@@ -181,12 +190,15 @@ export const make = (
       changed()
     },
     finished: () => finished,
-    after: (given) => {
-      const cursor = EventIds.cursorIn(given, firstId)
+    origin: () => firstKept - 1,
+    after: (given, requested) => {
+      const held = requested !== undefined
+      // (a place held from before this attempt's first event is just before it)
+      const cursor = held ? Math.max(EventIds.cursorIn(given, firstId), firstId - 1) : EventIds.cursorIn(given, firstId)
       const last = nextId - 1
       // a cursor older than the buffer, or one the run never reached (an id of something else)
-      if (kept.length > 0 && cursor > 0 && (cursor < firstKept - 1 || cursor >= nextId)) {
-        const gap = Protocol.gapPayload(runId, cursor, firstKept, last)
+      if (kept.length > 0 && (cursor > 0 || held) && (cursor < firstKept - 1 || cursor >= nextId)) {
+        const gap = Protocol.gapPayload(runId, requested ?? cursor, firstKept, last)
         return { frames: [], gap: { id: last, event: "gap", data: json(gap) } }
       }
       if (kept.length === 0 || cursor < firstKept) return { frames: framesFrom(0) }

@@ -135,6 +135,7 @@ export const makeRun = (
     done: Deferred.unsafeMake<RunRecord>(FiberId.none),
     finished: buffer.finished,
     after: buffer.after,
+    origin: buffer.origin,
     changes: buffer.changes,
     onChange: buffer.onChange,
     state: () => deps.redact.value(projector.state()),

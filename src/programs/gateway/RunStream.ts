@@ -52,8 +52,8 @@ type Found =
   /** Nothing after the cursor yet. */
   | { readonly _tag: "wait" }
 
-const find = (run: Reader, position: number): Found => {
-  const available = run.after(position)
+const find = (run: Reader, position: number, requested?: number): Found => {
+  const available = run.after(position, requested)
   if (available.gap !== undefined) return { _tag: "gap", gap: available.gap }
   if (available.frames.length > 0) {
     const ended = available.frames[available.frames.length - 1]!.event === "end"
@@ -79,7 +79,11 @@ export const subscribe = (
   heartbeatSeconds: number
 ): Readable => {
   const keep = keepOf(modes)
-  let position = cursor
+  // the place the subscriber holds (without a cursor, just before the first frame kept now, as DeerFlow's
+  // subscriber starts), and the last event it got (0: none), which a gap names when the frames after that place
+  // were let go before it read them
+  let position = cursor > 0 ? cursor : run.origin()
+  let requested = cursor
   let complete = false
   // whether anything went out yet: a stream with nothing to send at its first read sends a heartbeat, so that its
   // response's headers (the run's `Content-Location`) leave at once, not with the run's first event (a run
@@ -103,7 +107,7 @@ export const subscribe = (
   // pushes what is buffered after the position, then waits for the next append (unless the reader is full)
   const pump = () => {
     if (complete || stream.destroyed) return
-    const found = find(run, position)
+    const found = find(run, position, requested)
     switch (found._tag) {
       case "gap":
         return finish(Protocol.sse(found.gap))
@@ -113,6 +117,7 @@ export const subscribe = (
         let text = ""
         for (const frame of found.frames) if (keep(frame)) text += Protocol.sse(frame)
         position = found.frames[found.frames.length - 1]!.id
+        requested = position
         if (found.ended) return finish(text)
         // the frames found at once go out as one piece; a full reader asks again (`read`)
         if (text !== "") {

@@ -81,3 +81,30 @@ describe("DeerFlow's test_stream_bridge.py: the gap event", () => {
     })
   })
 })
+
+describe("DeerFlow's test_stream_bridge.py: a subscriber without a cursor", () => {
+  // DeerFlow: test_concurrent_slow_consumers_receive_gap
+  it("subscribed before the run's events, gets the gap alone (naming no cursor) once they were let go unread", async () => {
+    const run = RunBuffer.make("concurrent-0", { bufferSize: 4, bufferBytes: 1_000_000 }, JSON.stringify)
+    const stream = RunStream.subscribe(run, 0, undefined, undefined, 60)
+    // ten events in one go, then the end: the first six are let go before the subscriber reads
+    run.append(Array.from({ length: 10 }, (_, i) => ({ event: "custom", data: { i } })))
+    run.append([{ event: "end", data: null }])
+    const sent = events(await readUntil(stream))
+    assert.deepStrictEqual(sent.map((e) => [e.event, e.id]), [["gap", undefined]])
+    assert.isNull(sent[0]!.data.requested_event_id)
+    assert.isTrue(Number(sent[0]!.data.earliest_available_event_id) > 1)
+  })
+
+  // DeerFlow: test_subscribe_replays_after_last_event_id's first pass, test_history_is_bounded
+  it("joined after events were let go, gets the kept ones and the end, no gap", async () => {
+    const run = RunBuffer.make("run-bp", { bufferSize: 4, bufferBytes: 1_000_000 }, JSON.stringify)
+    run.append(Array.from({ length: 10 }, (_, i) => ({ event: "custom", data: { i } })))
+    run.append([{ event: "end", data: null }])
+    const sent = events(await readUntil(RunStream.subscribe(run, 0, undefined, undefined, 60)))
+    assert.strictEqual(sent.at(-1)!.event, "end")
+    assert.notInclude(sent.map((e) => e.event), "gap")
+    const ids = sent.map((e) => Number(e.id))
+    assert.deepStrictEqual(ids, Array.from({ length: ids.length }, (_, i) => 12 - ids.length + i))
+  })
+})

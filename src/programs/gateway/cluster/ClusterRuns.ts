@@ -355,6 +355,7 @@ export const layer = (
             done,
             finished: () => finished,
             after: () => ({ frames: [] }),
+            origin: () => 0,
             // (its frames come from its runner: nothing is appended here)
             changes: () => 0,
             onChange: () => () => {},
