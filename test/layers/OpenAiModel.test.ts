@@ -786,6 +786,25 @@ describe("OpenAiModel against a hostile server", () => {
       assert.notInclude(`${refused.message} ${String((refused.cause as Error).message)}`, "hunter2pass")
     }).pipe(Effect.scoped))
 
+  it.scopedLive("a 401 of a model with no key says none was configured and where to give one; with a key it does not", () =>
+    Effect.gen(function*() {
+      const refusal = {
+        status: 401,
+        body: ScriptedChatServer.errorBody("Unauthorized", "invalid_request_error")
+      }
+      const server = yield* ScriptedChatServer.start([refusal, refusal])
+      const noKeys = ConfigProvider.fromMap(new Map())
+      const keyless = yield* OpenAiModel.make({ baseURL: server.url, model: "m" }).pipe(Effect.withConfigProvider(noKeys))
+      const bare = failed((yield* generate(keyless, request([M.human("hi")]))).response)
+      assert.strictEqual(bare.reason, "auth")
+      assert.include(bare.message, "401 Unauthorized No API key was sent: none is configured for this model")
+      assert.include(bare.message, "api_key in its config.yaml entry, --api-key, or OPENAI_API_KEY")
+      const keyed = yield* OpenAiModel.make({ baseURL: server.url, apiKey: "sk-wrong-key-0001", model: "m" })
+      const wrong = failed((yield* generate(keyed, request([M.human("hi")]))).response)
+      assert.strictEqual(wrong.reason, "auth")
+      assert.notInclude(wrong.message, "No API key was sent")
+    }))
+
   it.scopedLive("a stream cut in the middle of a frame is a connection error, not a crash", () =>
     Effect.gen(function*() {
       const { model } = yield* scripted([

@@ -58,6 +58,8 @@ export interface Resolved extends ModelProfile {
   readonly sdk: SdkErrors
   readonly baseURL: string
   readonly timeoutMs: number
+  /** No key is configured (a placeholder is sent): a 401 then says so. */
+  readonly keyless: boolean
   /** The adapter's own secrets (its key, the credentials of its base URL), removed from every error. */
   readonly redactor: Redact.Redactor
 }
@@ -103,6 +105,7 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       sdk: OpenAI,
       baseURL,
       timeoutMs,
+      keyless: key === "",
       redactor: Redact.make([key, ...Redact.urlSecrets(baseURL)]),
       model,
       maxTokens: options.maxTokens,

@@ -44,12 +44,24 @@ export const statusReason = (
   return "server"
 }
 
+/** Added to an `auth` failure of a model with no key: the provider's own words rarely say that none was sent. */
+export const NO_KEY_HINT =
+  "No API key was sent: none is configured for this model (api_key in its config.yaml entry, --api-key, or " +
+  "OPENAI_API_KEY)."
+
 /**
  * Classifies anything a call can throw as a `ModelError`: SDK errors keep their class name, status, code
  * and retry headers; a non-JSON stream event is `invalid_response`; a socket dropped mid-stream is
- * `connection`. `OpenAI` is the SDK's error classes (`Resolved.sdk`: the SDK is loaded with the first model).
+ * `connection`. `OpenAI` is the SDK's error classes (`Resolved.sdk`: the SDK is loaded with the first model);
+ * `keyless`: no key is configured, which an `auth` failure then names.
  */
-export const toModelError = (error: unknown, model: string, baseURL: string, OpenAI: SdkErrors): ModelError => {
+export const toModelError = (
+  error: unknown,
+  model: string,
+  baseURL: string,
+  OpenAI: SdkErrors,
+  keyless = false
+): ModelError => {
   if (error instanceof ModelError) return error
   const where = `model ${model} at ${Redact.url(baseURL)}`
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
@@ -83,7 +95,7 @@ export const toModelError = (error: unknown, model: string, baseURL: string, Ope
     return new ModelError({
       reason,
       errorType: error.constructor.name,
-      message: `${prefix} (${where}): ${error.message}`,
+      message: `${prefix} (${where}): ${error.message}${reason === "auth" && keyless ? ` ${NO_KEY_HINT}` : ""}`,
       ...(status !== undefined ? { status } : {}),
       ...(code !== undefined ? { code } : {}),
       ...(headers !== undefined ? { headers } : {}),

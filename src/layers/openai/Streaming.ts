@@ -89,7 +89,7 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
     })
   }
   const failWith = (call: Call) => (error: unknown) =>
-    call.timedOut ? timeoutError(call) : toModelError(error, model, baseURL, resolved.sdk)
+    call.timedOut ? timeoutError(call) : toModelError(error, model, baseURL, resolved.sdk, resolved.keyless)
 
   return Effect.fn("OpenAiModel.generate", { attributes: { model, "gen_ai.request.model": model } })(
     function*(request: ModelRequest) {
@@ -261,7 +261,9 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
         // Ends the HTTP request when the call is interrupted or fails; after a complete answer it is a no-op.
         Effect.ensuring(Effect.sync(() => call.controller.abort())),
         // A bug here must not take the run down: it is a failed model call like any other.
-        Effect.catchAllDefect((defect) => Effect.fail(toModelError(defect, model, baseURL, resolved.sdk))),
+        Effect.catchAllDefect((defect) =>
+          Effect.fail(toModelError(defect, model, baseURL, resolved.sdk, resolved.keyless))
+        ),
         Effect.mapError(clean)
       )
       const response = yield* done
