@@ -126,7 +126,8 @@ export const entry: CliCommand.Entry = {
       "Bound to a loopback address it may run without API tokens (every request is user default, the CLI's); " +
       "bound anywhere else it refuses to start unless gateway.auth.tokens maps tokens to users, and each user " +
       "sees only their own threads. Exit codes: 0 stopped (a runner of a cluster, drained); 1 the store cannot be " +
-      "opened; 2 a usage or configuration error (an unsafe address included); 130 stopped by Ctrl-C or SIGTERM.",
+      "opened; 2 a usage or configuration error (an unsafe address, or one it cannot listen on, included); 130 " +
+      "stopped by Ctrl-C or SIGTERM.",
     options: [
       ["--host HOST", "The address to listen on (default gateway.host, 127.0.0.1)"],
       ["--port PORT", "The port (default gateway.port, 8001; 0 picks a free port)"],

@@ -63,7 +63,7 @@ import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
 export class GatewayStartError extends Schema.TaggedError<GatewayStartError>()("GatewayStartError", {
-  reason: Schema.Literal("unsafe_bind", "unsafe_cors", "tokens", "cluster", "mcp_tasks"),
+  reason: Schema.Literal("unsafe_bind", "unsafe_cors", "tokens", "cluster", "mcp_tasks", "listen"),
   message: Schema.String
 }) {}
 
@@ -258,7 +258,28 @@ const httpServer = (listen: { readonly host: string; readonly port: number }) =>
       })
     ))
     return closing.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, listen)))
-  })).pipe(Layer.provide(Layer.sync(NodeServer, makeServer)))
+  })).pipe(
+    Layer.provide(Layer.sync(NodeServer, makeServer)),
+    Layer.mapError((error) => new GatewayStartError({ reason: "listen", message: listenProblem(listen, error.cause) }))
+  )
+
+/** Why the server could not listen, in words (the platform's `ServeError` has no message of its own). */
+const listenProblem = (listen: { readonly host: string; readonly port: number }, cause: unknown): string => {
+  const where = `${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}`
+  const code = typeof cause === "object" && cause !== null ? (cause as { readonly code?: unknown }).code : undefined
+  switch (code) {
+    case "EADDRINUSE":
+      return `cannot listen on ${where}: the address is in use (another antler serve, or another program, listens ` +
+        "there); stop it, or choose another port with --port or gateway.port"
+    case "EACCES":
+      return `cannot listen on ${where}: permission denied (a port below 1024 needs privileges); choose another ` +
+        "port with --port or gateway.port"
+    case "EADDRNOTAVAIL":
+      return `cannot listen on ${where}: this machine has no such address; choose another with --host or gateway.host`
+    default:
+      return `cannot listen on ${where}: ${String((cause as { readonly message?: unknown })?.message ?? cause)}`
+  }
+}
 
 /**
  * The span every run is traced under, with the thread, run, agent and model: the root of its own trace, or a child

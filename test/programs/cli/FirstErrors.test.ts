@@ -1,0 +1,56 @@
+/**
+ * The errors a newcomer meets first, as they see them (child processes from sources, each with its own data
+ * directory): each says what is wrong and where, in one readable message, with no stack trace.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { childEnv, runAntler } from "../../support/cli.js"
+import { tempDir } from "../../support/fixtures.js"
+import * as HttpServer from "../../support/httpServer.js"
+
+const SLOW = 120_000
+
+const antler = (args: ReadonlyArray<string>, cwd: string) =>
+  Effect.promise(() => runAntler(args, { cwd, env: childEnv({ ANTLER_HOME: Path.join(cwd, "home") }) }))
+
+/** No line of a JavaScript stack (`    at fn (file:1:2)`). */
+const noStack = (text: string) => assert.notMatch(text, /^\s+at .+:\d+:\d+\)?$/m, text)
+
+describe("the first errors", () => {
+  it.live("serve on a port another program listens on: exit 2, the address, that it is in use and what to do", () =>
+    Effect.gen(function*() {
+      const taken = yield* HttpServer.start((_, response) => response.end("someone else"))
+      const dir = tempDir("antler-first-serve-")
+      const serve = yield* antler(["serve", "--port", String(taken.port), "--base-url", "http://127.0.0.1:9/v1"], dir)
+      assert.strictEqual(serve.code, 2, serve.stderr)
+      assert.include(
+        serve.stderr,
+        `antler serve: cannot listen on 127.0.0.1:${taken.port}: the address is in use (another antler serve, or ` +
+          "another program, listens there); stop it, or choose another port with --port or gateway.port"
+      )
+      assert.notInclude(serve.stdout, "listening")
+      noStack(serve.stderr)
+    }).pipe(Effect.scoped), SLOW)
+
+  it.live("a model that refuses a call without a key: the run's error says no key was sent and where to set one", () =>
+    Effect.gen(function*() {
+      const provider = yield* HttpServer.start((_, response) => {
+        response.writeHead(401, { "content-type": "application/json" })
+        response.end(JSON.stringify({ error: { message: "Unauthorized", type: "invalid_request_error", code: null } }))
+      })
+      const dir = tempDir("antler-first-key-")
+      Fs.writeFileSync(
+        Path.join(dir, "config.yaml"),
+        `models:\n  - name: main\n    model: m\n    base_url: ${provider.url}/v1\nmemory:\n  enabled: false\n`
+      )
+      const run = yield* antler(["run", "hello"], dir)
+      assert.strictEqual(run.code, 1, run.stderr)
+      const both = run.stdout + run.stderr
+      assert.include(both, `The model call failed (model m at ${provider.url}/v1): 401 Unauthorized No API key was sent`)
+      assert.include(both, "(api_key in its config.yaml entry, --api-key, or OPENAI_API_KEY)")
+      assert.strictEqual(provider.requests.length, 1, "an authentication failure is not retried")
+      noStack(both)
+    }).pipe(Effect.scoped), SLOW)
+})
