@@ -27,8 +27,8 @@ const modelServer = (port: number) =>
     yield* Render.write(
       `A SCRIPTED model (no real model is called) answers at ${server.url}\n` +
         "It answers with your own words, and writes a file when you mention one. Until Ctrl-C. In another terminal:\n" +
-        `  ${antler} run --base-url ${server.url} --api-key scripted "write a file of notes"\n` +
-        `  ${antler} serve --base-url ${server.url} --api-key scripted\n`
+        `  ${antler} run --base-url ${server.url} --api-key none "write a file of notes"\n` +
+        `  ${antler} serve --base-url ${server.url} --api-key none\n`
     )
     return yield* Effect.never
   }))

@@ -484,15 +484,22 @@ describe("antler demo --model-server", () => {
         yield* Effect.promise(() => waitFor(() => /answers at (http:\S+)/.test(server.output()), "the server's address"))
         const url = /answers at (http:\S+)/.exec(server.output())![1]!
         assert.include(server.output(), "SCRIPTED model (no real model is called)")
-        assert.include(server.output(), `run --base-url ${url} --api-key scripted`)
-        const plain = yield* antlerDone(home, ["run", "--base-url", url, "--api-key", "scripted", "hello there"])
+        // (the key the hint names: the command as printed)
+        const key = new RegExp(`run --base-url ${url} --api-key (\\S+) "write a file of notes"`).exec(server.output())?.[1]
+        assert.isDefined(key, server.output())
+        const plain = yield* antlerDone(home, ["run", "--base-url", url, "--api-key", key!, "hello there"])
         assert.strictEqual(plain.code, 0, plain.stderr)
         assert.include(plain.stdout, "Scripted answer to: hello there (no real model was called)")
-        const file = yield* antlerDone(home, ["run", "--base-url", url, "--api-key", "scripted", "--thread", "f1", "a file"])
+        const file = yield* antlerDone(home, ["run", "--base-url", url, "--api-key", key!, "--thread", "f1", "a file"])
         assert.strictEqual(file.code, 0, file.stderr)
         assert.include(file.stdout, "write_file /mnt/user-data/outputs/notes.md")
         const notes = Path.join(home, "users/default/threads/f1/user-data/outputs/notes.md")
         assert.strictEqual(Fs.readFileSync(notes, "utf8"), "# Notes\n\na file\n")
+        // the model's name, as the server reports it, reads as such in the thread's token usage (the hinted key is
+        // no word of the answers, which would be redacted as a secret)
+        const shown = yield* antlerDone(home, ["threads", "show", "f1"])
+        assert.include(shown.stdout.split("token usage\n")[1], "  scripted: ", shown.stdout)
+        assert.notInclude(shown.stdout, "[redacted]")
       } finally {
         server.child.kill("SIGINT")
         yield* Effect.promise(() => server.done)
