@@ -24,6 +24,14 @@ const program = Cli.cli(process.argv).pipe(
   Effect.provide(NodeContext.layer)
 )
 
+// A reader that went away (`antler run "..." | head -1`) ends the command as Ctrl-C does (a run is cancelled, its
+// completed steps saved, exit 130) instead of the process dying on an unhandled EPIPE with a stack trace. (Once the
+// runtime took the signal, or after the command ended, nothing listens for it and the emit does nothing.)
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error
+  process.emit("SIGINT")
+})
+
 NodeRuntime.runMain(program, {
   disableErrorReporting: true,
   disablePrettyLogger: true,

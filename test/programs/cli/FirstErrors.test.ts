@@ -4,9 +4,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { childEnv, runAntler } from "../../support/cli.js"
+import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import { antlerCommand, childEnv, runAntler } from "../../support/cli.js"
 import { tempDir } from "../../support/fixtures.js"
 import * as HttpServer from "../../support/httpServer.js"
 
@@ -52,5 +54,36 @@ describe("the first errors", () => {
       assert.include(both, "(api_key in its config.yaml entry, --api-key, or OPENAI_API_KEY)")
       assert.strictEqual(provider.requests.length, 1, "an authentication failure is not retried")
       noStack(both)
+    }).pipe(Effect.scoped), SLOW)
+})
+
+describe("a reader that goes away", () => {
+  it.live("antler run ... | head -1: the run is cancelled as by Ctrl-C (exit 130, thread cancelled), no EPIPE stack", () =>
+    Effect.gen(function*() {
+      // (a long answer, streamed slowly, that never ends: only the cancellation can end the run)
+      const model = yield* ScriptedChatServer.start([{ content: "word ".repeat(4000), stall: true }], {
+        chunkSize: 5,
+        delayMs: 2
+      })
+      const dir = tempDir("antler-first-pipe-")
+      Fs.writeFileSync(Path.join(dir, "config.yaml"), "memory:\n  enabled: false\n")
+      const env = childEnv({ ANTLER_HOME: Path.join(dir, "home") })
+      const args = ["run", "--thread", "pipe1", "--base-url", model.url, "--api-key", "none", "hello"]
+      const ended = yield* Effect.promise(() =>
+        new Promise<{ code: number | null; stderr: string }>((resolve) => {
+          const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], { cwd: dir, env })
+          let stderr = ""
+          child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+          // (head -1: the first output read, then the pipe closed)
+          child.stdout.once("data", () => child.stdout.destroy())
+          child.on("close", (code) => resolve({ code, stderr }))
+        })
+      )
+      assert.strictEqual(ended.code, 130, ended.stderr)
+      assert.notInclude(ended.stderr, "EPIPE")
+      noStack(ended.stderr)
+      const listed = yield* antler(["threads", "list", "--json"], dir)
+      const thread = (JSON.parse(listed.stdout) as Array<{ thread_id: string; status: string }>).find((t) => t.thread_id === "pipe1")
+      assert.strictEqual(thread?.status, "cancelled", listed.stdout)
     }).pipe(Effect.scoped), SLOW)
 })
