@@ -41,9 +41,12 @@ const list: CliCommand.Entry = {
     summary: "List the saved threads, newest first, with their status",
     usage: ["threads list [--json]"],
     description: "One line per thread: its id, when it last changed, its status (completed, waiting for your " +
-      "answer, failed, cancelled, running), its steps and its title. Threads are kept in $ANTLER_HOME, else " +
+      "answer, failed, cancelled, running, stopped), its steps and its title. Threads are kept in $ANTLER_HOME, else " +
       "~/.antler, whatever the directory you run in.",
-    options: [["--json", "Print the list as one JSON array (id, title, times, steps, status, stop_reason)"]],
+    options: [[
+      "--json",
+      "Print the list as one JSON array (thread_id, title, created_at, updated_at, checkpoints, status, stop_reason)"
+    ]],
     examples: [["threads list", "What you talked about, and what is waiting for an answer"]]
   }
 }
@@ -179,7 +182,10 @@ const compact: CliCommand.Entry = {
     })),
   help: {
     summary: "Compact a thread: summarise its older messages, as happens when a summarization trigger fires",
-    usage: ["threads compact [--force] [--json] [--agent NAME] <id>"],
+    usage: [
+      "threads compact [--force] [--json] [--agent NAME] [--model NAME] [--base-url URL] [--api-key KEY] " +
+      "[--config FILE] <id>"
+    ],
     description: "The older messages are replaced by a summary a model writes (never splitting a tool call " +
       "from its result; the latest question and the most recent skill reads stay); the next run of the thread " +
       "reads the summary and the recent messages. Follows the summarization section of config.yaml: off unless " +
