@@ -91,12 +91,14 @@ const nonEmpty = (value: string | undefined) => (value === undefined || value.tr
  * `--api-key` overriding its connection); `--base-url` / `--api-key` (and `--model` as the raw model id)
  * as an ad-hoc model; `--model ID` alone when nothing is configured; the first configured model;
  * `OPENAI_*` from the environment. Otherwise a readable error saying how to configure one. A `--base-url` or
- * `OPENAI_BASE_URL` that is not an http(s) URL is an error naming where it came from.
+ * `OPENAI_BASE_URL` that is not an http(s) URL is an error naming where it came from. `antler`: how the commands
+ * the error suggests are typed where the user is (`npx antler` in the clone; see `CliCommand.invocation`).
  */
 export const chooseModel = (
   configured: ReadonlyArray<ModelConfig>,
   flags: ModelFlags,
-  env: OpenAiEnv
+  env: OpenAiEnv,
+  antler = "antler"
 ): Either.Either<ModelChoice, ModelChoiceError> => {
   const name = nonEmpty(flags.model)
   const baseUrl = nonEmpty(flags.baseUrl)
@@ -152,9 +154,9 @@ export const chooseModel = (
       message: [
         "No model is configured. Any one of these works:",
         "  - add a model to config.yaml:  models: [{ name: main, model: gpt-4o-mini, api_key: $OPENAI_API_KEY }]",
-        "  - pass an endpoint:            antler run --base-url http://localhost:11434/v1 --model llama3.2 \"...\"",
+        `  - pass an endpoint:            ${antler} run --base-url http://localhost:11434/v1 --model llama3.2 "..."`,
         "  - set the environment:         OPENAI_API_KEY (and optionally OPENAI_BASE_URL, OPENAI_MODEL)",
-        "Or try the offline demo:         antler demo"
+        `Or try the offline demo:         ${antler} demo`
       ].join("\n")
     })
   )

@@ -125,7 +125,7 @@ export const chooseModel = (app: AppConfigService["Type"], flags: ModelOptions) 
         model: Option.getOrUndefined(flags.model),
         baseUrl: Option.getOrUndefined(flags.baseUrl),
         apiKey: Option.getOrUndefined(Option.map(flags.apiKey, Redacted.value))
-      }, env),
+      }, env, invocation()),
       { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: (choice) => Effect.succeed({ env, choice }) }
     ))
 

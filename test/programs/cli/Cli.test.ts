@@ -291,6 +291,10 @@ describe("antler errors", () => {
       assert.include(result.stderr, "No model is configured")
       assert.include(result.stderr, "--base-url")
       assert.include(result.stderr, "OPENAI_API_KEY")
+      // (the commands it suggests are typed as they work here, as every hint's)
+      const antler = CliCommand.invocation(process.env, home)
+      assert.include(result.stderr, `  - pass an endpoint:            ${antler} run --base-url http://localhost:11434/v1`)
+      assert.include(result.stderr, `Or try the offline demo:         ${antler} demo\n`)
     }), SLOW)
 
   it.live("threads show of an unknown id is a readable error; an unsafe id is a usage error", () =>
