@@ -220,6 +220,22 @@ export const ignoredKeys = (raw: unknown, schema: Schema.Schema.Any = AppConfigS
   return [...out]
 }
 
+/**
+ * The keys the schema reads in the mapping that holds an ignored key (`models[].api_kye`: a model entry's keys), to
+ * name the one a typo meant; none when the path leads nowhere the schema knows.
+ */
+export const keysBeside = (path: string, schema: Schema.Schema.Any = AppConfigSchema): ReadonlyArray<string> => {
+  let asts: ReadonlyArray<AST.AST> = [schema.ast]
+  for (const part of path.split(".").slice(0, -1)) {
+    const [, name = "", lists = ""] = /^(.*?)((?:\[\])*)$/.exec(part) ?? []
+    const known = shapeOfAll(asts).keys?.get(name)
+    if (known === undefined) return []
+    asts = known
+    for (let depth = 0; depth < lists.length / 2; depth++) asts = shapeOfAll(asts).elements
+  }
+  return [...(shapeOfAll(asts).keys?.keys() ?? [])]
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Schema issues
 

@@ -35,6 +35,7 @@ import { ThreadStore } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import * as PackageRoot from "../PackageRoot.js"
 import * as App from "../App.js"
+import * as Closest from "./Closest.js"
 import * as McpTaskRequirement from "../McpTaskRequirement.js"
 import * as Render from "./Render.js"
 import * as ToolAssembly from "../ToolAssembly.js"
@@ -256,7 +257,16 @@ const warnIgnored = (app: AppConfigService["Type"]) =>
       }
     })
     const count = app.ignored.length
-    const named = all ? app.ignored : app.ignored.slice(0, WARNED_KEYS)
+    // (a key a few letters from one Antler reads beside it is a typo: named with that key, first)
+    const meant = app.ignored.map((key) => {
+      const near = Closest.nearest(key.slice(key.lastIndexOf(".") + 1), ConfigFile.keysBeside(key))
+      return near === undefined ? undefined : `${key} (did you mean ${near}?)`
+    })
+    const ordered = [
+      ...meant.filter((line) => line !== undefined),
+      ...app.ignored.filter((_, index) => meant[index] === undefined)
+    ]
+    const named = all ? ordered : ordered.slice(0, WARNED_KEYS)
     const more = count - named.length
     // (the keys are the file's: a quoted YAML key may hold any character)
     yield* Render.writeError(Render.safeText(

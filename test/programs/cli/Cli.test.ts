@@ -535,6 +535,25 @@ describe("configuration warnings", () => {
       const changed = yield* antlerDone(home, ["skills", "list"], { ANTLER_CONFIG: config })
       assert.include(changed.stderr, "8 keys not used by Antler")
     }), SLOW)
+
+  it.live("a key a typo away from one Antler reads beside it is named with that key, first, before the unused others", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-typo-")
+      const config = Path.join(home, "config.yaml")
+      Fs.writeFileSync(
+        config,
+        "memory:\n  enabled: false\nalpha: 1\nbeta: 1\ngamma: 1\ndelta: 1\nepsilon: 1\ntitel:\n  enabled: false\n" +
+          "models:\n  - name: m\n    model: x\n    api_kye: some-key\n"
+      )
+      const first = yield* antlerDone(home, ["skills", "list"], { ANTLER_CONFIG: config })
+      assert.strictEqual(first.code, 0, first.stderr)
+      assert.strictEqual(
+        first.stderr,
+        `warning: ${config}: 7 keys not used by Antler (ignored): titel (did you mean title?), models[].api_kye ` +
+          "(did you mean api_key?), alpha, beta, gamma, and 2 more (--log-level debug lists them). Said once for " +
+          "this configuration.\n"
+      )
+    }), SLOW)
 })
 
 describe("threads compact", () => {
