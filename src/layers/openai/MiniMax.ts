@@ -9,6 +9,18 @@ import { reasoningDetailsText, reasoningText } from "./ChunkAccumulator.js"
 const isRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
+/**
+ * The messages of a request to MiniMax without user messages' names (DeerFlow's `_strip_user_message_names`):
+ * MiniMax refuses a request whose user messages are named differently (`user name must be consistent (2013)`),
+ * and Antler names some (`summary`, `loop_warning`, ...), as LangChain's client sends them.
+ */
+export const messages = <A extends { readonly role: string }>(list: ReadonlyArray<A>): Array<A> =>
+  list.map((message) => {
+    if (message.role !== "user" || !("name" in message)) return message
+    const { name: _name, ...rest } = message as A & { readonly name?: unknown }
+    return rest as unknown as A
+  })
+
 /** The text without its `<think>` blocks (trimmed), and what they held (trimmed, blank ones left out). */
 export const splitThinkBlocks = (text: string): { readonly text: string; readonly thoughts: Array<string> } => {
   // (in linear time: a hostile answer of unclosed tags is read at once)

@@ -9,6 +9,7 @@ import type { ModelRequest, ToolDefinition } from "../../services/ModelService.j
 import type { AIMessage, Content, Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import { THOUGHT_SIGNATURES } from "./ChunkAccumulator.js"
+import * as MiniMax from "./MiniMax.js"
 import * as MindIe from "./MindIe.js"
 import { parseArguments } from "./ToolArguments.js"
 
@@ -294,7 +295,11 @@ export const toChatRequest = (
     ...thinking,
     model: profile.model,
     ...(profile.reasoningSplit === true ? { reasoning_split: true } : {}),
-    messages: profile.mindIe === true ? MindIe.messages(messages) : messages,
+    messages: profile.mindIe === true
+      ? MindIe.messages(messages)
+      : profile.reasoningSplit === true
+      ? MiniMax.messages(messages)
+      : messages,
     ...(whole ? { stream: false } : { stream: true }),
     ...(profile.streamUsage === false || whole ? {} : { stream_options: { include_usage: true } }),
     ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
