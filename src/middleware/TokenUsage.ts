@@ -10,7 +10,8 @@
  *   `additional_kwargs.subagent_token_usage` and is not yet marked `subagent_token_usage_attributed` adds
  *   its tokens to the `usage_metadata` of the AI message that issued the call, is marked attributed (both are
  *   replaced by id, so a replayed checkpoint never counts twice), and is added to the totals under the model the
- *   subagent ran on (`subagent_model_name`; the lead's when it is not given);
+ *   subagent ran on (`subagent_model_name`; the lead's when it is not given), unless the result says it was
+ *   counted when the task ended (`subagent_token_usage_recorded`, the runner's): then it is only moved;
  * - the response gets `additional_kwargs.token_usage_attribution = { version: 1, kind, shared_attribution,
  *   tool_call_ids, actions }`, the UI's label for the step (`todo_update`, `subagent_dispatch`, `tool_batch`,
  *   `final_answer`, `thinking`).
@@ -257,7 +258,7 @@ export const usageLogLine = (message: AIMessage, model: string): string | undefi
     `total=${usage.total_tokens}${details.length > 0 ? ` ${details.join(" ")}` : ""}`
 }
 
-/** What the subagent roll-up changes: messages to replace by id, and the usage it moved. */
+/** What the subagent roll-up changes: messages to replace by id, and the usage it adds to the totals. */
 export interface RollUp {
   readonly writes: ReadonlyArray<Message>
   readonly usage: ReadonlyArray<Usage>
@@ -299,7 +300,8 @@ export const rollUp = (messages: ReadonlyArray<Message>): RollUp => {
         }
       })
       updated.set(i, { ...toolMessage, additional_kwargs: { ...kwargs, [SUBAGENT_ATTRIBUTED_KEY]: true } })
-      usage.push(moved)
+      // (counted in the run's totals when the task ended: DeerFlow's task tool reports it to the journal then)
+      if (kwargs?.[SubagentStatus.USAGE_RECORDED_KEY] !== true) usage.push(moved)
       break
     }
   }

@@ -66,6 +66,7 @@ import * as SubagentPrompt from "./SubagentPrompt.js"
 import * as SystemPrompt from "./SystemPrompt.js"
 import * as SubagentGatedTools from "./SubagentGatedTools.js"
 import { outcomeOf, usageOf } from "./SubagentOutcome.js"
+import * as TaskUsage from "./TaskUsage.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 import * as SubagentBuiltinText from "./SubagentBuiltinText.js"
 
@@ -524,6 +525,7 @@ export const make = (options: Options = {}) =>
         })
 
         yield* emit(TaskEvent.started, common)
+        const record = TaskUsage.recorder(parentState, modelName)
         let started = false
         const bound = config.timeoutSeconds + POLLING_GRACE_SECONDS
         const outcome: Outcome = yield* pool.withPermits(1)(Effect.suspend(() => {
@@ -540,16 +542,12 @@ export const make = (options: Options = {}) =>
               usage: usageOf([...seen.values()])
             })
           }),
+          // (what the subagent spent is the run's as the task ends, cancelled with its run too: TaskUsage)
+          Effect.flatMap((o) => Effect.map(record([...seen.values()]), (usageRecorded) => ({ ...o, usageRecorded }))),
           Effect.onInterrupt(() => {
-            const usage = usageOf([...seen.values()])
-            return Effect.zipRight(
-              emit(TaskEvent.cancelled, { ...common, error: "Task cancelled by user.", usage: usage ?? null }),
-              // no result will carry it to the run's next step (TokenUsage's roll-up): what the subagent spent is
-              // the run's now, as DeerFlow's task tool reports it to the run's journal before it re-raises
-              usage === undefined || !app.config.token_usage.enabled ? Effect.void : Effect.ignore(parentState.update({
-                token_usage: [{ model: modelName ?? "unknown", purpose: "subagent", ...usage }]
-              }))
-            )
+            const usage = usageOf([...seen.values()]) ?? null
+            const cancelled = emit(TaskEvent.cancelled, { ...common, error: "Task cancelled by user.", usage })
+            return Effect.zipRight(cancelled, record([...seen.values()]))
           })
         )
         const usage = outcome.usage ?? null

@@ -10,7 +10,8 @@
  * - `subagent_result_brief` and `subagent_result_sha256` (`completed` only): the result bounded the same way,
  *   and the sha256 (hex) of the whole result;
  * - `subagent_model_name`: the model the subagent ran on;
- * - `subagent_token_usage`: `{ input_tokens, output_tokens, total_tokens }` summed over its model calls.
+ * - `subagent_token_usage`: `{ input_tokens, output_tokens, total_tokens }` summed over its model calls;
+ * - `subagent_token_usage_recorded`: `true` when that usage was counted in the run's totals as the task ended.
  *
  * Pure: no I/O, no services.
  */
@@ -28,6 +29,8 @@ export const RESULT_BRIEF_KEY = "subagent_result_brief"
 export const RESULT_SHA256_KEY = "subagent_result_sha256"
 export const MODEL_NAME_KEY = "subagent_model_name"
 export const TOKEN_USAGE_KEY = "subagent_token_usage"
+/** Marks a task's usage as already counted in its run's token usage (when the task ended). */
+export const USAGE_RECORDED_KEY = "subagent_token_usage_recorded"
 
 /** The longest error or result brief carried in the metadata. */
 export const MAX_METADATA_CHARS = 2000
@@ -56,6 +59,8 @@ export interface Outcome {
   readonly error?: string | undefined
   readonly modelName?: string | undefined
   readonly usage?: TokenUsage | undefined
+  /** Its usage was counted in the run's token usage when the task ended. */
+  readonly usageRecorded?: boolean | undefined
 }
 
 const STOP_LABELS: Record<SubagentStopReason, string> = {
@@ -149,6 +154,7 @@ export const metadata = (outcome: Outcome): JsonObject => {
   if (outcome.stopReason !== undefined) out[STOP_REASON_KEY] = outcome.stopReason
   if (outcome.modelName !== undefined && outcome.modelName.trim() !== "") out[MODEL_NAME_KEY] = outcome.modelName.trim()
   if (outcome.usage !== undefined) out[TOKEN_USAGE_KEY] = { ...outcome.usage }
+  if (outcome.usage !== undefined && outcome.usageRecorded === true) out[USAGE_RECORDED_KEY] = true
   return out
 }
 
