@@ -24,6 +24,7 @@ import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
+import * as UsageJournal from "../middleware/UsageJournal.js"
 import type * as Summarization from "../middleware/Summarization.js"
 import type * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -280,8 +281,10 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)
+      // (without TokenUsage, each call's usage is still counted, under the chain: DeerFlow's run journal)
+      const journal = app.config.token_usage.enabled ? [] : [UsageJournal.layer()]
       const ports: Context.Context<Ports> = yield* Layer.build(
-        MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
+        MW.stack([...checked.map((e) => e.make()), ...journal], MW.baseOverModel(tools))
       )
       const all = Context.get(ports, ToolService).definitions
       // (the tools the role the agent is built for may see: the prompt speaks of no other)

@@ -1,0 +1,34 @@
+/**
+ * UsageJournal: with `token_usage.enabled: false` (TokenUsage not in the chain), each model call's usage still
+ * counts in the run's and the thread's token usage, as DeerFlow's run journal records every call's usage whether
+ * its TokenUsageMiddleware is built or not (`run_events.track_token_usage`, on by default). It only counts: no step
+ * attribution, no roll-up of subagent usage onto messages (a task's usage is counted when the task ends).
+ *
+ * Not a chain entry: it is DeerFlow's journal, not one of its middlewares, and sits under the whole chain (over the
+ * model itself), so every call that reached the model is counted, an internal one under its purpose.
+ */
+import * as Effect from "effect/Effect"
+import { RunContext, RunState } from "../services/RunContext.js"
+import * as Middleware from "./Middleware.js"
+import { modelOf, usageDelta } from "./TokenUsage.js"
+
+/** The journal's layer, under the chain when TokenUsage is off. */
+export const layer = (): Middleware.Middleware =>
+  Middleware.make(Effect.gen(function*() {
+    const context = yield* RunContext
+    const state = yield* RunState
+    return {
+      modelHooks: {
+        after: (response, request) => {
+          const model = modelOf(response.message, request.settings.modelName, context.options.modelName)
+          const own = usageDelta(response.message, model)
+          if (own === undefined) return response
+          const delta = request.internal === undefined ? own : { ...own, purpose: request.internal }
+          return state.update({ token_usage: [delta] }).pipe(
+            Effect.catchAll((error) => Effect.logWarning(`Token usage was not recorded: ${error.message}`)),
+            Effect.as(response)
+          )
+        }
+      }
+    } satisfies Middleware.Wrappers
+  }))
