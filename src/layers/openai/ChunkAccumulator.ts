@@ -214,11 +214,19 @@ export const reasoningDetailsText = (value: unknown): string | undefined => {
   return parts.length === 0 ? undefined : parts.join("\n\n")
 }
 
-/** The first issues of a parse error, one line each with their path (a full tree can run to dozens of lines). */
-export const issuesText = (error: ParseResult.ParseError, max = 3): string => {
+/**
+ * The first issues of a parse error, one line each with their path (a full tree can run to dozens of lines). Each
+ * message (which may quote what the server sent) is cut at 200 characters and given to `hide` (a redactor's `last`: a
+ * cut inside a secret hides its beginning, which the text after it would keep from any later mask of the whole value).
+ */
+export const issuesText = (
+  error: ParseResult.ParseError,
+  max = 3,
+  hide: (cutText: string) => string = (text) => text
+): string => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
   const lines = issues.slice(0, max).map((issue) =>
-    `${issue.path.length === 0 ? "" : `at ${issue.path.join(".")}: `}${issue.message.slice(0, 200)}`
+    `${issue.path.length === 0 ? "" : `at ${issue.path.join(".")}: `}${hide(issue.message.slice(0, 200))}`
   )
   if (issues.length > max) lines.push(`(${issues.length - max} more)`)
   return lines.join("; ")

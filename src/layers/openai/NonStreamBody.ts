@@ -48,7 +48,8 @@ export const nonStreamBody = (
   contentType: string,
   text: string,
   cut: boolean,
-  where: string
+  where: string,
+  hide: (cutText: string) => string = (text) => text
 ): Either.Either<Chunk, ModelError> => {
   let json: unknown
   try {
@@ -71,7 +72,7 @@ export const nonStreamBody = (
         new ModelError({
           reason: "invalid_response",
           errorType: "InvalidResponseError",
-          message: `The model server sent a malformed non-streamed answer (${where}): ${issuesText(error)}`
+          message: `The model server sent a malformed non-streamed answer (${where}): ${issuesText(error, 3, hide)}`
         }))
     }
     const error = body.error as Record<string, unknown> | string | undefined
@@ -98,11 +99,14 @@ export const nonStreamBody = (
     )
   }
   const size = `${cut ? "more than " : ""}${text.length} characters`
-  const title = /<title[^>]*>([^<]{0,200})/i.exec(text)?.[1]?.trim()
+  // (the title's and the beginning's cuts may fall inside a secret: `hide` hides its beginning, which the quotes after
+  // it would keep from any mask of the whole message)
+  const found = /<title[^>]*>([^<]{0,200})/i.exec(text)?.[1]?.trim()
+  const title = found === undefined ? undefined : hide(found)
   const html = /html/i.test(contentType) || /^\s*<(!doctype|html|head|body)/i.test(text)
   const what = html
     ? `an HTML page${title ? ` titled "${title}"` : ""} (${size})`
-    : `a ${contentType || "body without content type"} (${size}) beginning ${JSON.stringify(text.slice(0, 120))}`
+    : `a ${contentType || "body without content type"} (${size}) beginning ${JSON.stringify(hide(text.slice(0, 120)))}`
   return Either.left(
     new ModelError({
       reason: "invalid_response",

@@ -3,8 +3,8 @@
  * accumulator (text and reasoning deltas emitted as `token` events unless the call is internal), a
  * non-stream 200 handed to NonStreamBody, and a watchdog on the Clock that emits `llm_waiting` while the
  * call is silent and ends it after `timeoutMs` (a first-byte or an idle-stream timeout). Every failure,
- * a bug included, comes back as a `ModelError` cut to size, without control characters or the adapter's
- * secrets. Each call is one `OpenAiModel.generate` span, whose context its request carries (`traceparent`) when the
+ * a bug included, comes back as a `ModelError` cut to size, without control characters, the adapter's secrets
+ * or the run's request secrets (a cut inside one hides its beginning too: `Redact.Redactor.last`). Each call is one `OpenAiModel.generate` span, whose context its request carries (`traceparent`) when the
  * app traces.
  */
 import * as Effect from "effect/Effect"
@@ -13,7 +13,9 @@ import * as Fiber from "effect/Fiber"
 import type * as ParseResult from "effect/ParseResult"
 import type { ModelRequest, ModelService } from "../../services/ModelService.js"
 import { ModelError } from "../../services/ModelService.js"
+import { RunContext } from "../../services/RunContext.js"
 import { RunEvents } from "../../services/RunEvents.js"
+import * as SkillSecrets from "../../services/SkillSecrets.js"
 import * as TraceContext from "../../services/TraceContext.js"
 import * as Redact from "../../state/Redact.js"
 import type { ChunkText } from "./ChunkAccumulator.js"
@@ -70,15 +72,17 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
         errorType: "APITimeoutError",
         message: `The model server did not start answering within ${seconds(timeoutMs)} (${where}).`
       })
-  const malformed = (error: ParseResult.ParseError) =>
+  const malformed = (error: ParseResult.ParseError, hide: Redact.Redactor) =>
     new ModelError({
       reason: "invalid_response",
       errorType: "InvalidResponseError",
-      message: `The model server sent a malformed stream chunk (${where}): ${issuesText(error)}`
+      message: `The model server sent a malformed stream chunk (${where}): ${issuesText(error, 3, hide.last)}`
     })
-  // Nothing the server sent reaches a log, an event or the store with this adapter's secrets or raw controls.
-  const safe = (text: string) => Redact.controls(redactor.text(text.slice(0, MAX_ERROR_CHARS)))
-  const clean = (error: ModelError): ModelError => {
+  // Nothing the server sent reaches a log, an event or the store with this adapter's secrets, the run's request
+  // secrets (a server may quote the request) or raw controls; a cut inside one hides its beginning too, which no mask
+  // of the whole value finds later.
+  const clean = (error: ModelError, hide: Redact.Redactor): ModelError => {
+    const safe = (text: string) => Redact.controls(hide.last(text.slice(0, MAX_ERROR_CHARS)))
     const cause = error.cause as { name?: unknown; message?: unknown } | undefined
     return new ModelError({
       ...error,
@@ -98,6 +102,10 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
       const clock = yield* Effect.clock
       const messageId = `run-${crypto.randomUUID()}`
       const acc = accumulator(messageId, model)
+      // (what hides the server's words in an error: built only when one is made)
+      const secrets = (yield* RunContext).options.secrets
+      let hidden: Redact.Redactor | undefined
+      const hide = () => hidden ??= SkillSecrets.runRedactor(redactor, secrets)
       const silent = request.internal !== undefined
       // (the request once sent is the SDK's: not kept while its answer streams, which may take minutes; a long
       // thread's request holds a copy of every tool call's arguments as JSON)
@@ -169,7 +177,7 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
           ? MiniMax.readWholeChunk(raw)
           : raw
         const decoded = decodeChunk(chunk)
-        if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left))
+        if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left, hide()))
         const delta = acc.add(decoded.right)
         if (silent || (delta.text === "" && delta.reasoning === "")) return Effect.void
         return token(delta)
@@ -195,7 +203,7 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
             try: () => readBody(response, MAX_BODY_BYTES),
             catch: failWith(call)
           })
-          const chunk = nonStreamBody(contentType, text, cut, where)
+          const chunk = nonStreamBody(contentType, text, cut, where, hide().last)
           if (Either.isLeft(chunk)) return yield* Effect.fail(chunk.left)
           return yield* add(chunk.right, true)
         }
@@ -264,7 +272,7 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
         Effect.catchAllDefect((defect) =>
           Effect.fail(toModelError(defect, model, baseURL, resolved.sdk, resolved.keyless))
         ),
-        Effect.mapError(clean)
+        Effect.mapError((error) => clean(error, hide()))
       )
       const response = yield* done
       // what a trace viewer shows per call (OpenTelemetry's GenAI attribute names)
