@@ -13,6 +13,7 @@ import type { ImageResult, SearchResult, Service } from "../services/WebSearch.j
 import { SearchError } from "../services/WebSearch.js"
 import * as SafeHttp from "./SafeHttp.js"
 import * as Json from "../state/Json.js"
+import * as Redact from "../state/Redact.js"
 import { clipChars, headChars } from "../state/Chars.js"
 
 /** How a provider is reached. */
@@ -429,14 +430,24 @@ export const duckduckgo = (connection: Connection): Service => {
 
 /**
  * `items` with the provider's key replaced by `[redacted]` wherever an answer repeats it (a hostile or broken
- * provider may echo it back); keys under 8 characters are left alone, as everywhere else.
+ * provider may echo it back); keys under 8 characters are left alone, as everywhere else. A text `clean` cut (it ends
+ * in "…") that ends in the key's first `Redact.MIN_HIDDEN_PREFIX` characters or more has them replaced too: the cut
+ * fell inside the key, whose whole value is no longer there to be found.
  */
 export const masked = <A>(connection: Connection, items: ReadonlyArray<A>): ReadonlyArray<A> => {
   const key = connection.apiKey === undefined ? "" : Redacted.value(connection.apiKey)
   if (key.length < 8) return items
   const text = JSON.stringify(items)
   const escaped = JSON.stringify(key).slice(1, -1)
-  return text.includes(escaped) ? JSON.parse(text.split(escaped).join("[redacted]")) as ReadonlyArray<A> : items
+  const whole = text.includes(escaped) ? JSON.parse(text.split(escaped).join("[redacted]")) as ReadonlyArray<A> : items
+  return Json.mapStrings(whole, (text) => {
+    if (!text.endsWith("…")) return text
+    const body = text.slice(0, -1)
+    for (let k = Math.min(key.length - 1, body.length); k >= Redact.MIN_HIDDEN_PREFIX; k--) {
+      if (body.endsWith(key.slice(0, k))) return `${body.slice(0, body.length - k)}[redacted]…`
+    }
+    return text
+  })
 }
 
 /** The text of a query as a provider takes it: trimmed, at most `max` characters (DeerFlow's `_clean_query`). */

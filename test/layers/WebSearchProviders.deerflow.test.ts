@@ -509,6 +509,35 @@ describe("every keyed provider", () => {
       }
     }))
 
+  // Attack round 27: a title is cut at 300 characters and a snippet at 1,000 before the key is masked; a key said back
+  // where the cut falls kept its beginning, which no mask of the whole key finds
+  it.scopedLive("a provider that repeats the key where its title's or snippet's cut falls: none of the key is kept", () =>
+    Effect.gen(function*() {
+      const at = (max: number) => `${"t".repeat(max - 1 - 12)}${KEY} more`
+      const echo = { title: at(300), url: "https://e.example/", snippet: at(1000) }
+      const server = yield* HttpServer.start((request, res) => {
+        const path = new URL(request.url, "http://x").pathname
+        const body = path === "/search"
+          ? ("query" in JSON.parse(request.body)
+            ? { results: [{ ...echo, highlights: [echo.snippet] }] }
+            : { organic: [{ title: echo.title, link: echo.url, snippet: echo.snippet }] })
+          : path === "/res/v1/web/search"
+          ? { web: { results: [{ ...echo, description: echo.snippet }] } }
+          : path.endsWith("/v2/search")
+          ? { success: true, data: { web: [{ ...echo, description: echo.snippet }] } }
+          : path === "/v1/search"
+          ? { results: [echo] }
+          : { search_result: { results: [{ content: { results: { organic: [{ ...echo, desc: echo.snippet }] } } }] } }
+        HttpServer.reply(res, 200, JSON.stringify(body), "application/json")
+      })
+      for (const use of USES) {
+        const tool = yield* search(`deerflow.community.${use}.tools:web_search_tool`, server.url)
+        const result = yield* call(tool, { query: "q" })
+        assert.include(result.text, "tttt", use)
+        assert.notInclude(result.text, KEY.slice(0, 8), use)
+      }
+    }))
+
   it.scopedLive("a provider that never answers: the search gives up at the entry's timeout with a readable error", () =>
     Effect.gen(function*() {
       const silent = yield* HttpServer.start(() => {})
