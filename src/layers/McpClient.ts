@@ -84,7 +84,18 @@ interface Connection {
   readonly files?: WorkspaceFiles.Place | undefined
 }
 
-const errorText = (error: unknown): string => clean(error instanceof Error ? error.message : String(error), 500)
+/**
+ * An error's text as a failure says it: cut at 500 characters. With `c`, a beginning of its entry's secrets or of the
+ * request secrets its session was made for left at the cut is hidden too: a server may say one back in its error,
+ * and the masks after this (the run's, the store's) find whole values only.
+ */
+const errorText = (error: unknown, c?: Connection): string => {
+  const text = clean(error instanceof Error ? error.message : String(error), 500)
+  if (c === undefined || !text.endsWith("…")) return text
+  const hides = c.hides ?? []
+  const secrets = [...(Either.isRight(c.resolved) ? entrySecrets(c.resolved.right) : []), ...hides]
+  return `${Redact.make(secrets, { encoded: hides.length > 0 }).last(text.slice(0, -1))}…`
+}
 
 const codeOf = (error: unknown): number | undefined => {
   const code = (error as { code?: unknown } | null)?.code
@@ -273,13 +284,13 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             // (the workspace is the model's: a symlink its bash put at .mcp is not followed)
             yield* Effect.try({
               try: () => WorkspaceDirs.make(cwd, [tmp]),
-              catch: (error) => fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(error)}`)
+              catch: (error) => fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(error, c)}`)
             })
           }
           const sdk = yield* Effect.tryPromise({
             try: () => OptionalPackage.load([MCP_SDK], "connect to MCP servers", loadSdk),
             catch: (cause) =>
-              fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(cause)}`)
+              fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(cause, c)}`)
           })
           c.starts++
           c.stderr = ""
@@ -324,7 +335,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             const tail = clean((c.stderr + hidden.peek()).slice(-2000), 300)
             const message = timedOut
               ? `MCP server '${c.name}' did not finish starting within ${ms / 1000} s`
-              : `MCP server '${c.name}' could not be started: ${oversize.get(client) ?? errorText(connected.left)}` +
+              : `MCP server '${c.name}' could not be started: ${oversize.get(client) ?? errorText(connected.left, c)}` +
                 (tail !== "" ? ` (its stderr: ${tail})` : "")
             c.failure = { message, at: yield* Clock.currentTimeMillis }
             return yield* Effect.fail(fail(c, timedOut ? "timeout" : "start", message))
@@ -357,7 +368,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
               fail(
                 c,
                 codeOf(error) === -32001 ? "timeout" : "protocol",
-                `MCP server '${c.name}' did not list its tools: ${oversize.get(client) ?? errorText(error)}`
+                `MCP server '${c.name}' did not list its tools: ${oversize.get(client) ?? errorText(error, c)}`
               )
           })
           const listed = toolsOf(c.name, c.config, answer.tools)
@@ -506,7 +517,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
                   "(it will be started again on the next call)"
               )
             }
-            return fail(c, "protocol", `MCP server '${c.name}' failed the call: ${errorText(error)}`)
+            return fail(c, "protocol", `MCP server '${c.name}' failed the call: ${errorText(error, c)}`)
           }
         })
         c.healthy = true

@@ -4,8 +4,8 @@
  * non-stream 200 handed to NonStreamBody, and a watchdog on the Clock that emits `llm_waiting` while the
  * call is silent and ends it after `timeoutMs` (a first-byte or an idle-stream timeout). Every failure,
  * a bug included, comes back as a `ModelError` cut to size, without control characters, the adapter's secrets
- * or the run's request secrets (a cut inside one hides its beginning too: `Redact.Redactor.last`). Each call is one `OpenAiModel.generate` span, whose context its request carries (`traceparent`) when the
- * app traces.
+ * or the run's request secrets (a cut inside one hides its beginning too: `Redact.Redactor.last`). Each call is
+ * one `OpenAiModel.generate` span, whose context its request carries (`traceparent`) when the app traces.
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
