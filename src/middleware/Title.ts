@@ -88,8 +88,8 @@ export const layer = (config: TitleConfig, authorization?: Authz.Authorization):
   if (!config.enabled) return MW.make({})
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
-    // The local title is the user's words cut: a request secret they typed is masked before the cut, which would leave
-    // its beginning where no mask of the whole value finds it (the thread's title, kept and listed).
+    // The local title is the user's words cut (the model's title too): a request secret they typed is masked before
+    // the cut, which would leave its beginning where no mask of the whole value finds it (the thread's title, listed).
     const secrets = (yield* Effect.serviceOption(RunContext)).pipe(Option.map((run) => run.options.secrets))
     const hide = SkillSecrets.runRedactor(Redact.none, Option.getOrUndefined(secrets))
     const localTitle = (user: Message) => fallbackTitle(hide.text(userText(user)), config.max_chars)
@@ -130,7 +130,8 @@ export const layer = (config: TitleConfig, authorization?: Authz.Authorization):
               settings: { modelName: model, thinkingEnabled: false },
               internal: "title"
             }).pipe(
-              Effect.map((titled) => cleanTitle(M.text(titled.message), config.max_chars) || local),
+              // (masked before its cut too: a title model repeating the user's words repeats a secret they typed)
+              Effect.map((titled) => cleanTitle(hide.text(M.text(titled.message)), config.max_chars) || local),
               Effect.orElseSucceed(() => local),
               Effect.map((title) => withUpdate(response, { title }))
             )
