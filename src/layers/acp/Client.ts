@@ -19,6 +19,7 @@ import * as ChildProcess from "node:child_process"
 import { Readable, Writable } from "node:stream"
 import type { AcpAgentConfig } from "../../services/AppConfig.js"
 import * as OptionalPackage from "../../internal/OptionalPackage.js"
+import * as Redact from "../../state/Redact.js"
 import * as ParentDeath from "../ParentDeath.js"
 import { clean } from "../SearchProviders.js"
 import * as Workspace from "./Workspace.js"
@@ -129,7 +130,10 @@ interface Running {
   readonly child: ChildProcess.ChildProcess
   /** Settles (never rejects) when the child exits: how it ended. */
   readonly exited: Promise<string>
+  /** Its stderr's tail, the agent's `env` values hidden as it arrived (see `spawn`). */
   stderr: string
+  /** What the stderr's redactor still holds back (a last word that may be a value's beginning), hidden. */
+  readonly held: () => string
 }
 
 const spawn = (inv: Invocation): Effect.Effect<Running, AcpError> =>
@@ -155,9 +159,13 @@ const spawn = (inv: Invocation): Effect.Effect<Running, AcpError> =>
           detached: true,
           windowsHide: true
         })
+        // (the agent's env values hidden as its stderr arrives, before its tail is cut: a cut inside one kept its
+        // beginning, which no mask of the whole value finds; a value split between chunks waits for its rest)
+        const hidden = Redact.make(Object.values(inv.config.env)).stream()
         const running: Running = {
           child,
           stderr: "",
+          held: () => hidden.peek(),
           exited: new Promise<string>((resolve) => {
             child.once("error", (error) => resolve(`it could not be started: ${errorText(error)}`))
             child.once("exit", (code, signal) =>
@@ -165,7 +173,7 @@ const spawn = (inv: Invocation): Effect.Effect<Running, AcpError> =>
           })
         }
         child.stderr!.on("data", (chunk: Buffer) => {
-          running.stderr = (running.stderr + chunk.toString("utf8")).slice(-STDERR_TAIL)
+          running.stderr = (running.stderr + hidden.push(chunk.toString("utf8"))).slice(-STDERR_TAIL)
         })
         // a write to a process that is gone fails here rather than crashing the app
         child.stdin!.on("error", () => undefined)
@@ -300,7 +308,7 @@ export const invoke = (inv: Invocation): Effect.Effect<Answer, AcpError> => {
     (running) =>
       Effect.gen(function*() {
         const stderrTail = () => {
-          const tail = clean(running.stderr, 300)
+          const tail = clean(running.stderr + running.held(), 300)
           return tail === "" ? "" : ` (its stderr: ${tail})`
         }
         return yield* Effect.tryPromise({
