@@ -119,7 +119,8 @@ export const make = (options: Options): Effect.Effect<Tool.Tool> =>
           }
           const { text, truncated } = answered.right
           yield* Effect.logInfo(`ACP agent '${agent}' answered ${text.length} characters`)
-          const body = text.trim() === "" ? "(no response)" : safe(text)
+          // (an answer cut at `maxChars` inside a value of an agent's env: its beginning is hidden too)
+          const body = text.trim() === "" ? "(no response)" : truncated ? redact.last(mask(text)) : safe(text)
           return truncated ? `${body}\n\n[The answer was cut at ${maxChars} characters.]` : body
         })
     })
