@@ -293,7 +293,13 @@ export const layer = (options: Options): Middleware => {
               : call.name === "task" && binding.skills.length > 0
               ? Effect.provideService(next(call), SkillSecrets.DelegatedSkills, { skills: binding.skills })
               : next(call)
-            return Effect.map(ran, (result) => SkillSecrets.maskValue(result, masked))
+            // (a failure's text too: ToolErrorHandling, outside, writes it into the result the model reads)
+            return Effect.map(ran, (result) => SkillSecrets.maskValue(result, masked)).pipe(
+              Effect.mapError((error) =>
+                error._tag === "ToolError" ? SkillSecrets.maskFailure(error, masked) as typeof error : error
+              ),
+              Effect.catchAllDefect((defect) => Effect.die(SkillSecrets.maskFailure(defect, masked)))
+            )
           }
         })
       } satisfies MW.Wrappers
