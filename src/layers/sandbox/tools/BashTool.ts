@@ -7,6 +7,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { SandboxConfig } from "../../../services/AppConfig.js"
+import { RunContext } from "../../../services/RunContext.js"
 import { RunEvents } from "../../../services/RunEvents.js"
 import { OUTPUTS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
 import * as SkillSecrets from "../../../services/SkillSecrets.js"
@@ -103,12 +104,16 @@ export const bash = ({ disabledSkills, refusedSkill, settings, skillsContainer, 
       Effect.map(publishingOutput(call, (onOutput) =>
         // (a disabled skill's folder shows empty, or on the host is not there: DeerFlow's sandbox mounts the
         // enabled skills only; the secrets the skills in use bind come as variables, masked in the output)
-        Effect.flatMap(Effect.all([Effect.serviceOption(SkillSecrets.ActiveSecrets), disabledSkills]), ([
-          active,
-          hidden
-        ]) => {
+        Effect.flatMap(Effect.all([
+          Effect.serviceOption(SkillSecrets.ActiveSecrets),
+          disabledSkills,
+          Effect.serviceOption(RunContext)
+        ]), ([active, hidden, run]) => {
           const env = Option.isSome(active) ? active.value.env : {}
-          const masked = SkillSecrets.maskedTexts(Object.values(env))
+          // (every value of the run masked before a long output's middle is cut out, bound or not: one the command
+          // prints from a file, cut by the head's end, kept its beginning where the run's mask of whole values looks)
+          const given = Option.isSome(run) ? SkillSecrets.entries(run.value.options.secrets).values() : []
+          const masked = SkillSecrets.maskedTexts([...Object.values(env), ...given])
           return sandbox.exec(args.command, { onOutput, hidden, env, masked })
         })), (result) => {
         if (result.timedOut) {
