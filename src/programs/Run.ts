@@ -36,7 +36,8 @@ import { RecursionLimitReached, RunContext, RunState, StoreError } from "../serv
 import type { RunEndEvent, RunEvent, RunUsage, StopReason } from "../services/RunEvents.js"
 import { RunEvents } from "../services/RunEvents.js"
 import { RunHandover } from "../services/RunHandover.js"
-import { RunSettlement } from "../services/RunSettlement.js"
+import type { Lost } from "../services/RunSettlement.js"
+import { LAPSED, RunSettlement } from "../services/RunSettlement.js"
 import type { LeaseHolder } from "../services/ThreadStore.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Tool from "../services/Tool.js"
@@ -86,9 +87,12 @@ export const defaultOptions: RunOptions = { recursionLimit: 100, toolConcurrency
 /** How long a run's lease on its thread lasts unless renewed (it is renewed every third of that). */
 export const LEASE_TTL_MS = 30_000
 
-/** Takes, or renews, run `runId`'s lease on `threadId` for `LEASE_TTL_MS`: `undefined`, or who holds it instead. */
-export const takeLease = (store: ThreadStore["Type"], threadId: string, runId: string) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => store.acquireLease({ threadId, runId, ttlMs: LEASE_TTL_MS, now }))
+/**
+ * Takes, or renews, run `runId`'s lease on `threadId` for `ttlMs` (`LEASE_TTL_MS`): `undefined`, or who holds it
+ * instead.
+ */
+export const takeLease = (store: ThreadStore["Type"], threadId: string, runId: string, ttlMs = LEASE_TTL_MS) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => store.acquireLease({ threadId, runId, ttlMs, now }))
 
 /** The content of the synthetic result written for a tool call that started and never returned. */
 export const INTERRUPTED_TOOL_RESULT =
@@ -104,10 +108,17 @@ export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
  * A run stopped because another took its thread's lease (`lost`): not `busyMessage`, which asks the user to wait for
  * a run to end, since this run was already going when this process, stalled past the lease's life, lost the thread.
  */
-export const lostMessage = (runId: string, holder: LeaseHolder): string =>
-  `Run ${runId} was stopped: its thread was taken by run ${holder.run_id} (process ${holder.owner}) after this ` +
-  `process had not renewed the thread's lease for longer than its life (${LEASE_TTL_MS / 1000} s). What the run ` +
-  `did after its last saved step is not kept.`
+export const lostMessage = (runId: string, lost: Lost): string =>
+  lost === LAPSED
+    ? `Run ${runId} was stopped: ${LAPSED_REASON} Its process had no answer from the store renewing the ` +
+      `thread's lease within the lease's life (${LEASE_TTL_MS / 1000} s), so another process may have taken the ` +
+      `thread. What the run did after its last saved step is not kept.`
+    : `Run ${runId} was stopped: its thread was taken by run ${lost.run_id} (process ${lost.owner}) after this ` +
+      `process had not renewed the thread's lease for longer than its life (${LEASE_TTL_MS / 1000} s). What the ` +
+      `run did after its last saved step is not kept.`
+
+/** What a run whose lease could not be confirmed is stopped with: DeerFlow's worker's words when it fences its run. */
+export const LAPSED_REASON = "Lease ownership could not be confirmed before the last confirmed lease expired."
 
 /** Tool calls of the last AI message that have no result after it. */
 export const danglingCalls = (messages: ReadonlyArray<Message>): ReadonlyArray<ToolCall> => {
@@ -159,6 +170,8 @@ interface Step {
   readonly holder: RunStateHolder.Holder
   readonly context: RunContext["Type"]
   readonly checkpoint: Effect.Effect<void, StoreError>
+  /** Fails as `checkpoint` does when the run no longer owns its thread (its lease lost, or lapsed): writes nothing. */
+  readonly owned: Effect.Effect<void, StoreError>
   readonly systemPrompt: string | undefined
   readonly options: RunOptions
   /** The tool-call ids of the thread so far (every new call gets an id of its own). */
@@ -336,7 +349,9 @@ const loop = (step: Step) =>
       }
       // The model's message, with its tool calls, is durable before a tool that may change something runs:
       // a crash then never makes the run execute a call twice. Calls of read-only tools need no such record.
+      // (and no tool starts once the run no longer owns its thread: its lease taken, or its life ran out)
       if (!M.toolCalls(message).every((call) => step.readOnly.has(call.name))) yield* step.checkpoint
+      else yield* step.owned
       const interrupt = yield* callTools(step, ports, message, tracing)
       if (interrupt !== undefined) {
         yield* step.checkpoint
@@ -413,7 +428,9 @@ export const execute = <E = never, R = never>(
         type: "run_end",
         status: "error",
         stop_reason: "error",
-        error: { name: "ThreadBusy", message: busyMessage(threadId, leased.right) }
+        error: leased.right === LAPSED
+          ? { name: "LeaseLost", message: lostMessage(runId, LAPSED) }
+          : { name: "ThreadBusy", message: busyMessage(threadId, leased.right) }
       })
     }
     const release = settled ? Effect.void : Effect.ignore(store.releaseLease(threadId, runId))
@@ -471,11 +488,15 @@ export const execute = <E = never, R = never>(
       Effect.repeat(Schedule.spaced(LEASE_TTL_MS / 3)),
       Effect.delay(LEASE_TTL_MS / 3)
     )
+    const notOwned = (lost: Lost) =>
+      Effect.fail(new StoreError({ operation: "lease", message: lostMessage(runId, lost) }))
+    const owned = Effect.suspend(() => {
+      const lost = lostTo()
+      return lost === undefined ? Effect.void : notOwned(lost)
+    })
     const checkpoint = Effect.suspend(() => {
       const lost = lostTo()
-      if (lost !== undefined) {
-        return Effect.fail(new StoreError({ operation: "lease", message: lostMessage(runId, lost) }))
-      }
+      if (lost !== undefined) return notOwned(lost)
       const journal = holder.drain()
       return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)
     })
@@ -503,6 +524,7 @@ export const execute = <E = never, R = never>(
         holder,
         context,
         checkpoint,
+        owned,
         systemPrompt: input.systemPrompt,
         options,
         callIds: callIdsOf(holder.current().messages)

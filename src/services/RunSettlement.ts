@@ -5,7 +5,8 @@
  * caller writes the run's end once, when its last phase ended, so a client reading the record never sees `success`
  * turn into another status. The caller also holds the thread's lease, and is the one that renews it, from the
  * run's acceptance until its end is recorded: a turn of that run takes and renews no lease of its own, and asks
- * `lost` before each checkpoint (a run whose lease another took writes nothing more). Without it (the CLI, the
+ * `lost` before each checkpoint and each round of tool calls (a run whose lease another took, or whose lease's life
+ * ran out unrenewed, writes nothing more and starts no tool). Without it (the CLI, the
  * library, a subagent's run), a turn takes the lease, renews it, records how it ended and releases it.
  */
 import * as Context from "effect/Context"
@@ -14,6 +15,15 @@ import type { LeaseHolder } from "./ThreadStore.js"
 /** Whether the caller settles the record of run `runId` itself, and holds its thread's lease meanwhile. */
 export class RunSettlement extends Context.Tag("antler/RunSettlement")<RunSettlement, {
   readonly settles: (runId: string) => boolean
-  /** Who took the thread's lease from the run the caller settles (`undefined`: the run still holds it). */
-  readonly lost: () => LeaseHolder | undefined
+  /** Whether the run the caller settles lost the thread's lease, and how (`undefined`: the run still holds it). */
+  readonly lost: () => Lost | undefined
 }>() {}
+
+/**
+ * A lease whose life ran out without a renewal that succeeded (the store did not answer): who holds it now is not
+ * known, and the run may no longer act as its owner (DeerFlow's worker's fence).
+ */
+export const LAPSED = "lapsed"
+
+/** How a run lost its thread's lease: taken by another (who holds it), or `LAPSED`. */
+export type Lost = LeaseHolder | typeof LAPSED

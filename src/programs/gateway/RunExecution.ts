@@ -19,6 +19,7 @@ import type { AppConfigService } from "../../services/AppConfig.js"
 import type { ModelService } from "../../services/ModelService.js"
 import type { RunEndEvent, RunEvent } from "../../services/RunEvents.js"
 import { RunHandover } from "../../services/RunHandover.js"
+import { LAPSED } from "../../services/RunSettlement.js"
 import { RunSettlement } from "../../services/RunSettlement.js"
 import type { RunRecord, StoredRunEvent } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
@@ -186,11 +187,13 @@ export const execute = (
     // until the run's end is recorded: its turns take and renew none (`RunSettlement`), so no other process takes the
     // thread, or resumes the run, meanwhile. Found taken (this process stalled past the lease's life), the run is
     // stopped at once, before it runs another tool beside the thread's new owner: as a handed-over run when another
-    // process resumed it, else to end as an error (see below)
-    const { lost, release } = yield* deps.leases.hold(
+    // process resumed it, else to end as an error (see below). So is a run whose lease's life ran out with no
+    // renewal that succeeded (the store did not answer: who holds the thread now is not known), as DeerFlow's worker
+    // fences its run
+    const { lost, reclaim, release } = yield* deps.leases.hold(
       request.threadId,
       runId,
-      (holder) => made.stop(holder.run_id === runId ? HANDOVER : LEASE_LOST)
+      (gone) => made.stop(gone !== LAPSED && gone.run_id === runId ? HANDOVER : LEASE_LOST)
     )
     // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
     const savedOutputs = [app.config.tool_output.storage_subdir]
@@ -364,7 +367,14 @@ export const execute = (
     const stopped = made.stopped()
     // the thread's lease another process took: the run is that process's (resumed there: nothing more is written
     // here, as for a handover), or the thread is another run's (the run ends an error, writing to its thread nothing)
-    const taken = lost()
+    // (its lease's life ran out unrenewed: the stopped run takes it back once, to record its end as the thread's owner;
+    // taken meanwhile, as above; still no answer from the store, it writes nothing that lasts: `unconfirmed`)
+    const fenced = lost() === LAPSED
+    const gone = fenced ? yield* reclaim : lost()
+    const unconfirmed = gone === LAPSED
+    const taken = gone === LAPSED ? undefined : gone
+    // (the thread is not the run's to write: lost, or its lease's life ran out)
+    const notOwner = fenced || taken !== undefined
     const resumedElsewhere = taken?.run_id === runId
     // handed over (its runner drains) once its last turn ended, while the goal evaluator judged it: the run settles
     // here as that turn ended it, as when the evaluator fails (the thread's next runner would run no turn of it)
@@ -389,13 +399,13 @@ export const execute = (
     }
     // (a run whose thread another run took ends as that loss, whatever stopped it: no rollback nor undoing of its
     // thread, which is the other run's)
-    const action: CancelAction | undefined = how === LEASE_LOST || taken !== undefined ? undefined : how
-    if (taken !== undefined) {
+    const action: CancelAction | undefined = how === LEASE_LOST || notOwner ? undefined : how
+    if (notOwner) {
       last = {
         type: "run_end",
         status: "error",
         stop_reason: "error",
-        error: { name: LOST_ERROR, message: Run.lostMessage(runId, taken) },
+        error: { name: LOST_ERROR, message: Run.lostMessage(runId, taken ?? LAPSED) },
         ...(last?.usage === undefined ? {} : { usage: last.usage })
       }
     }
@@ -424,7 +434,8 @@ export const execute = (
         error: ended.error,
         error_type: failure !== undefined ? Delivery.ERROR_NAME : last?.error?.name
       }, delivery)
-      const kept = yield* saveJournal(true)
+      // (a run that could not take its lapsed lease back keeps its events here only: nothing it writes lasts)
+      const kept = unconfirmed || (yield* saveJournal(true))
       if (!kept && ended.status === "success" && "satisfied" in delivery) {
         failure = Delivery.RECEIPT_FAILED
         ended = failed(failure)
@@ -441,14 +452,19 @@ export const execute = (
     }
     listener.stop()
     // (its error as its events say it: without the secrets the run hides, its request's included)
-    const record = yield* RunRecords.settle(store, request.threadId, runId, action, {
-      ...ended,
-      error: ended.error === null ? null : redact.text(ended.error)
-    })
+    const endedShown = { ...ended, error: ended.error === null ? null : redact.text(ended.error) }
+    // (fenced, its lease not taken back: its end is told to its followers here, not recorded, as DeerFlow's fenced
+    // worker leaves it to the thread's next owner; its record stays `running` until a process recovers it)
+    const record = unconfirmed
+      ? yield* Effect.as(
+        Effect.logWarning(`run ${runId}: its end is not recorded (its thread's lease could not be confirmed)`),
+        { ...RunRecords.base(request.threadId, runId, yield* now), ...endedShown, ended_at: yield* now }
+      )
+      : yield* RunRecords.settle(store, request.threadId, runId, action, endedShown)
     if (listener.invalid.length > 0) {
       yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
     }
-    const undone = action !== "rollback" && taken === undefined &&
+    const undone = action !== "rollback" && !notOwner &&
       (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
     yield* release
     const outs: Array<Projection.Out> = []
@@ -467,7 +483,7 @@ export const execute = (
       yield* saveJournal(true)
     }
     if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
-    if (request.deleteThread === true && taken === undefined) {
+    if (request.deleteThread === true && !notOwner) {
       yield* App.deleteThread(app.home, request.threadId, request.userId).pipe(
         Effect.provideService(ThreadStore, store),
         Effect.ignoreLogged

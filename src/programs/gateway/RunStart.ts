@@ -131,7 +131,9 @@ export const make = (deps: Deps): Starter => {
         }
       }
       // the lease, taken now under this run's id: a gateway process sharing the store refuses the thread too
-      const holder = yield* Run.takeLease(store, request.threadId, runId).pipe(Effect.mapError(internal))
+      const holder = yield* Run.takeLease(store, request.threadId, runId, deps.leases.ttlMs).pipe(
+        Effect.mapError(internal)
+      )
       if (holder !== undefined) {
         return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
       }

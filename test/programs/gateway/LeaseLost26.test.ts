@@ -20,6 +20,7 @@ import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServ
 import * as Run from "../../../src/programs/Run.js"
 import type { LeaseHolder } from "../../../src/services/ThreadStore.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
+import { paired, running } from "../../support/leaseRuns.js"
 import { until } from "../../support/poll.js"
 import { as } from "../../support/requests.js"
 import type { SseEvent, TestGateway } from "./support.js"
@@ -96,16 +97,6 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
-/** Whether a process of this host runs `command` (its command line holds it). */
-const running = (command: string): boolean =>
-  Fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).some((pid) => {
-    try {
-      return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").includes(command)
-    } catch {
-      return false
-    }
-  })
-
 interface Started {
   readonly thread: string
   readonly workspace: string
@@ -138,12 +129,6 @@ const startRun = async (label: string): Promise<Started> => {
 
 /** The model calls made for `label` so far. */
 const callsOf = (label: string) => gateway.scripted.requests.filter((body) => labelOf(body) === label).length
-
-/** Whether every tool call of `messages` has its result. */
-const paired = (messages: ReadonlyArray<any>): boolean => {
-  const answered = new Set(messages.filter((m) => m.type === "tool").map((m) => m.tool_call_id))
-  return messages.flatMap((m) => (m.type === "ai" ? m.tool_calls ?? [] : [])).every((c: any) => answered.has(c.id))
-}
 
 describe("a gateway run whose thread's lease another process took while its command ran", () => {
   it("stops at once in both cases: taken over by its own resumption, or by another run", async () => {

@@ -20,6 +20,7 @@ import * as RunLease from "../../../src/programs/gateway/RunLease.js"
 import * as Run from "../../../src/programs/Run.js"
 import type { ModelService } from "../../../src/services/ModelService.js"
 import { RunSettlement } from "../../../src/services/RunSettlement.js"
+import type { Lost } from "../../../src/services/RunSettlement.js"
 import type { LeaseHolder } from "../../../src/services/ThreadStore.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as M from "../../../src/state/Message.js"
@@ -92,7 +93,7 @@ describe("RunLease: the one renewer of a gateway run's lease, on the TestClock",
       assert.isUndefined(taken)
       yield* TestClock.adjust(THIRD)
       yield* settle
-      assert.strictEqual(held.lost()?.run_id, "other")
+      assert.strictEqual((held.lost() as LeaseHolder | undefined)?.run_id, "other")
       yield* held.release
       assert.strictEqual(yield* blocker(store, "t"), "other", "releasing does not free another run's lease")
     })))
@@ -180,7 +181,7 @@ describe("RunLease: one renewer for all the runs of a process, on the TestClock"
 
 describe("a turn of a run whose caller holds the lease (RunSettlement), on the TestClock", () => {
   /** A turn whose model answers once `gate` opens, run with the caller holding the lease (`lost`). */
-  const turn = (store: ThreadStore["Type"], gate: Deferred.Deferred<void>, lost: () => LeaseHolder | undefined) => {
+  const turn = (store: ThreadStore["Type"], gate: Deferred.Deferred<void>, lost: () => Lost | undefined) => {
     const scripted = ScriptedModel.make(["done"])
     const model: ModelService["Type"] = {
       generate: (request) => Effect.zipRight(Deferred.await(gate), scripted.generate(request))

@@ -11,6 +11,7 @@ import * as TestClock from "effect/TestClock"
 import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
 import * as RunLease from "../../../src/programs/gateway/RunLease.js"
 import * as Run from "../../../src/programs/Run.js"
+import type { Lost } from "../../../src/services/RunSettlement.js"
 import type { LeaseHolder } from "../../../src/services/ThreadStore.js"
 import { leaseBlocks, leaseOwner, ThreadStore } from "../../../src/services/ThreadStore.js"
 
@@ -38,7 +39,7 @@ describe("RunLease: a lease found taken is told to its run at once, on the TestC
       const { store, releases } = counting()
       const leases = yield* RunLease.make(store)
       const told: Array<[string, LeaseHolder]> = []
-      const tell = (runId: string) => (holder: LeaseHolder) => Effect.sync(() => told.push([runId, holder]))
+      const tell = (runId: string) => (lost: Lost) => Effect.sync(() => told.push([runId, lost as LeaseHolder]))
       assert.isUndefined(yield* Run.takeLease(store, "t1", "r1"))
       assert.isUndefined(yield* Run.takeLease(store, "t2", "r2"))
       const lost = yield* leases.hold("t1", "r1", tell("r1"))
@@ -60,7 +61,7 @@ describe("RunLease: a lease found taken is told to its run at once, on the TestC
       assert.strictEqual(told[0]![0], "r1")
       assert.strictEqual(told[0]![1].run_id, "other")
       assert.strictEqual(told[0]![1].owner, leaseOwner())
-      assert.strictEqual(lost.lost()?.run_id, "other")
+      assert.strictEqual((lost.lost() as LeaseHolder | undefined)?.run_id, "other")
       for (let third = 1; third <= 3; third++) {
         yield* TestClock.adjust(THIRD)
         yield* settle

@@ -1,0 +1,227 @@
+/**
+ * A gateway run whose lease renewals the store does not answer (a stalled database) is fenced as DeerFlow's worker
+ * fences its run: once its lease's life, from its last renewal that succeeded, ran out without another, it stops at
+ * once, whoever holds its thread now (its command killed, its tool call answered "interrupted", the model not asked
+ * again, its second command never run) and writes nothing to its thread. Before, it went on until a renewal found
+ * the lease taken, or until its next checkpoint: its command ran to its end, the model was asked for the next step,
+ * and its second command ran, beside whatever process then owned the thread. Then:
+ * - the store answers again: the run takes its lease back to record its end: `error`, named `LeaseLost`, with
+ *   DeerFlow's words ("Lease ownership could not be confirmed before the last confirmed lease expired."); its stream
+ *   ends with `error` then `end`, its journal with `run.error` and its receipt; the thread takes its next run;
+ * - the store never answers: its stream still ends (`error`, then `end`), and it writes nothing that lasts (its
+ *   stored record stays `running` for the thread's next owner to recover, as DeerFlow's fenced worker leaves it).
+ * Over HTTP, the real `openai` client, a real bash command, SQLite and the memory store; the lease's life shortened
+ * (`RunLease.LeaseTtl`); no timing asserted: the test waits for the command's end and the stream's.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as RunLease from "../../../src/programs/gateway/RunLease.js"
+import * as Run from "../../../src/programs/Run.js"
+import { ThreadStore } from "../../../src/services/ThreadStore.js"
+import { gate } from "../../support/gate.js"
+import { paired, running } from "../../support/leaseRuns.js"
+import { until } from "../../support/poll.js"
+import { as } from "../../support/requests.js"
+import type { SseEvent, TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const WORKSPACE = "/mnt/user-data/workspace"
+/** The lease's life in this test: renewed every 1.3 s, fenced 4 s after its last renewal that succeeded. */
+const TTL_MS = 4_000
+
+/** The label a test gave a run (its human message), as the model sees it. */
+const labelOf = (body: ChatRequestBody): string => {
+  const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
+  return /\bfence-(answers|silent)-(sqlite|memory)\b/.exec(asked)?.[0] ?? ""
+}
+
+/** A command's sleep, unique to its run, found among the processes while it runs. */
+const sleepOf = (label: string) =>
+  `sleep 27.${["fence-answers-sqlite", "fence-silent-sqlite", "fence-answers-memory", "fence-silent-memory"]
+    .indexOf(label) + 11}`
+
+/**
+ * Step 1: a command that says it started, sleeps, then writes `after.txt`; step 2: a second command, writing
+ * `second.txt`; then an answer.
+ */
+const script = (body: ChatRequestBody): Turn => {
+  const label = labelOf(body)
+  if (label === "") return "Next answer."
+  const tools = body.messages.filter((m) => m.role === "tool").length
+  if (tools === 0) {
+    return {
+      toolCalls: [{
+        name: "bash",
+        arguments: {
+          description: `step one of ${label}`,
+          command: `echo started > ${WORKSPACE}/started.txt; ${sleepOf(label)}; echo after > ${WORKSPACE}/after.txt`
+        }
+      }]
+    }
+  }
+  if (tools === 1) {
+    return {
+      toolCalls: [{
+        name: "bash",
+        arguments: { description: `step two of ${label}`, command: `echo second > ${WORKSPACE}/second.txt` }
+      }]
+    }
+  }
+  return `${label} done`
+}
+
+describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals the %s store leaves unanswered", (kind) => {
+  /** The threads (as stored) whose lease the store does not answer for, until their gate opens. */
+  const stalled = new Map<string, ReturnType<typeof gate>>()
+  /** The thread (as stored) of each run, as its lease says it. */
+  const threadOf = new Map<string, string>()
+  let inner: ThreadStore["Type"] | undefined
+
+  const wrap = (configured: ThreadStore["Type"]): ThreadStore["Type"] => {
+    const base = kind === "memory" ? MemoryThreadStore.make() : configured
+    inner = base
+    return ThreadStore.of({
+      ...base,
+      acquireLease: (request) =>
+        Effect.suspend(() => {
+          threadOf.set(request.runId, request.threadId)
+          const hold = stalled.get(request.threadId)
+          return hold === undefined ? base.acquireLease(request) : Effect.zipRight(hold.wait, base.acquireLease(request))
+        })
+    })
+  }
+
+  let gateway: TestGateway
+  const api = as(() => gateway)
+
+  beforeAll(async () => {
+    gateway = await Support.start({
+      script,
+      wrapStore: wrap,
+      config: { sandbox: { allow_host_bash: true } },
+      references: Layer.succeed(RunLease.LeaseTtl, TTL_MS)
+    })
+  })
+  afterAll(() => {
+    for (const hold of stalled.values()) hold.release()
+    return gateway?.stop()
+  })
+
+  interface Started {
+    readonly thread: string
+    readonly stored: string
+    readonly workspace: string
+    readonly runId: string
+    readonly stream: Promise<ReadonlyArray<SseEvent>>
+  }
+
+  /** A streamed run of `label` on a new thread, once its command started. */
+  const startRun = async (label: string): Promise<Started> => {
+    const thread = (await api("POST", "/threads", {})).json().thread_id as string
+    const response = await fetch(`${gateway.url}/threads/${thread}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        assistant_id: "lead_agent",
+        input: { messages: [{ type: "human", content: `Please do ${label}` }] },
+        stream_mode: ["values", "updates"]
+      })
+    })
+    let runId = ""
+    const stream = Support.readSse(response, (event) => {
+      if (event.event === "metadata") runId = (event.data as { run_id: string }).run_id
+      return false
+    }).then(({ events }) => events)
+    const workspace = Path.join(gateway.home, "users/default/threads", thread, "user-data/workspace")
+    await until(() => Fs.existsSync(Path.join(workspace, "started.txt")) && running(sleepOf(label)), `${label} started`)
+    await until(() => runId !== "" && threadOf.has(runId), `${label}'s run id and lease`)
+    return { thread, stored: threadOf.get(runId)!, workspace, runId, stream }
+  }
+
+  /** The model calls made for `label` so far. */
+  const callsOf = (label: string) => gateway.scripted.requests.filter((body) => labelOf(body) === label).length
+
+  /** The stream's `LeaseLost` error, checked to be its one error, followed by `end` only. */
+  const lostError = (events: ReadonlyArray<SseEvent>, runId: string) => {
+    const errors = events.filter((e) => e.event === "error")
+    assert.strictEqual(errors.length, 1, JSON.stringify(events.map((e) => e.event)))
+    const streamed = errors[0]!.data as { message: string; name: string }
+    assert.strictEqual(streamed.name, "LeaseLost")
+    assert.include(streamed.message, Run.LAPSED_REASON)
+    assert.include(streamed.message, runId)
+    assert.deepStrictEqual(events.slice(-2).map((e) => e.event), ["error", "end"])
+    const lastValues = events.filter((e) => e.event === "values").at(-1)!.data as { messages: Array<any> }
+    const answers = lastValues.messages.filter((m) => m.type === "tool")
+    assert.strictEqual(answers.length, 1, "its one command answered")
+    assert.include(JSON.stringify(answers[0].content), "interrupted")
+    assert.isTrue(paired(lastValues.messages), "every tool call of the stream answered")
+  }
+
+  /** The command killed, the second never run, the model not asked again. */
+  const stoppedAtOnce = async (run: Started, label: string, calls: number) => {
+    await until(() => !running(sleepOf(label)), "the command killed", 400)
+    assert.isFalse(Fs.existsSync(Path.join(run.workspace, "after.txt")), "the command did not go on")
+    assert.isFalse(Fs.existsSync(Path.join(run.workspace, "second.txt")), "the second command never ran")
+    assert.strictEqual(callsOf(label), calls, "the model was not asked again")
+  }
+
+  it("stops at once when its lease's life ran out; the store answering again, it records its end", async () => {
+    const label = `fence-answers-${kind}`
+    const run = await startRun(label)
+    const calls = callsOf(label)
+    const before = (await api("GET", `/threads/${run.thread}/state`)).json()
+    const hold = gate()
+    stalled.set(run.stored, hold)
+    // its command is killed by the fence, the store still silent (its renewal waits at the gate)
+    await hold.entered
+    await until(() => !running(sleepOf(label)), "the command killed by the fence", 400)
+    stalled.delete(run.stored)
+    hold.release()
+    const events = await run.stream
+    await stoppedAtOnce(run, label, calls)
+    lostError(events, run.runId)
+
+    const record = (await api("GET", `/threads/${run.thread}/runs/${run.runId}`)).json()
+    assert.strictEqual(record.status, "error")
+    assert.include(String(record.error), Run.LAPSED_REASON)
+    const journal = (await api("GET", `/api/threads/${run.thread}/runs/${run.runId}/events`)).json() as Array<any>
+    assert.deepStrictEqual(journal.slice(-2).map((e) => e.event_type), ["run.error", "run.delivery"])
+    assert.strictEqual(journal.at(-2).metadata.error_type, "LeaseLost")
+    // nothing written to the thread; its next run answers the call the fenced run left open
+    const state = await api("GET", `/threads/${run.thread}/state`)
+    assert.strictEqual(state.status, 200, "the thread is readable")
+    assert.deepStrictEqual(state.json().values.messages, before.values.messages, "nothing checkpointed")
+    const next = await api("POST", `/threads/${run.thread}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "And now?" }] }
+    })
+    assert.strictEqual(next.status, 200, next.text)
+    const after = (await api("GET", `/threads/${run.thread}/state`)).json().values.messages as Array<any>
+    assert.isTrue(paired(after), "no tool call left unanswered in the thread")
+    assert.include(JSON.stringify(after.filter((m) => m.type === "tool")), "interrupted")
+  }, 90_000)
+
+  it("stops at once and ends its stream when the store never answers, writing nothing that lasts", async () => {
+    const label = `fence-silent-${kind}`
+    const run = await startRun(label)
+    const calls = callsOf(label)
+    const before = (await api("GET", `/threads/${run.thread}/state`)).json()
+    stalled.set(run.stored, gate())
+    const events = await run.stream
+    await stoppedAtOnce(run, label, calls)
+    lostError(events, run.runId)
+    // its record, its events' end and the thread as the store keeps them (the store writes; only leases stall)
+    const records = await Effect.runPromise(inner!.runs({ runId: run.runId }))
+    assert.strictEqual(records[0]?.status, "running", "its end is left to the thread's next owner")
+    const kept = await Effect.runPromise(inner!.runEvents(run.stored, run.runId))
+    assert.isFalse(kept.some((e) => e.event_type === "run.error"), "its end is not in its stored journal")
+    const state = await api("GET", `/threads/${run.thread}/state`)
+    assert.strictEqual(state.status, 200, "the thread is readable")
+    assert.deepStrictEqual(state.json().values.messages, before.values.messages, "nothing checkpointed")
+  }, 90_000)
+})
