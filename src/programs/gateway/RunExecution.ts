@@ -399,8 +399,17 @@ export const execute = (
     }
     // (a run whose thread another run took ends as that loss, whatever stopped it: no rollback nor undoing of its
     // thread, which is the other run's)
-    const action: CancelAction | undefined = how === LEASE_LOST || notOwner ? undefined : how
-    if (notOwner) {
+    // (a client's stop that came before the loss is the run's end, as without it: stopped, its stream ending with the
+    // thread's values; not rolled back, which would write to a thread another may own now)
+    const stoppedFirst = how === "interrupt" || how === "rollback"
+    const action: CancelAction | undefined = how === LEASE_LOST
+      ? undefined
+      : !notOwner
+      ? how
+      : stoppedFirst
+      ? "interrupt"
+      : undefined
+    if (notOwner && !stoppedFirst) {
       last = {
         type: "run_end",
         status: "error",
@@ -468,7 +477,8 @@ export const execute = (
       (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
     yield* release
     const outs: Array<Projection.Out> = []
-    if (action !== undefined || undone) {
+    // (not read from a store whose lease calls went unanswered)
+    if ((action !== undefined || undone) && !unconfirmed) {
       // what the cancelled run left (or the rollback, or a failed edit's undoing, restored): the client
       // reloads nothing
       const loaded = yield* Effect.orElseSucceed(store.load(request.threadId), () => Option.none())

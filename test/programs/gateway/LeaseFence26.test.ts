@@ -25,6 +25,7 @@ import * as Run from "../../../src/programs/Run.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import { gate } from "../../support/gate.js"
 import { paired, running } from "../../support/leaseRuns.js"
+import { captureLogs } from "../../support/logs.js"
 import { until } from "../../support/poll.js"
 import { as } from "../../support/requests.js"
 import type { SseEvent, TestGateway } from "./support.js"
@@ -37,13 +38,15 @@ const TTL_MS = 4_000
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {
   const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
-  return /\bfence-(answers|silent)-(sqlite|memory)\b/.exec(asked)?.[0] ?? ""
+  return /\bfence-(answers|silent|stopped)-(sqlite|memory)\b/.exec(asked)?.[0] ?? ""
 }
 
 /** A command's sleep, unique to its run, found among the processes while it runs. */
 const sleepOf = (label: string) =>
-  `sleep 27.${["fence-answers-sqlite", "fence-silent-sqlite", "fence-answers-memory", "fence-silent-memory"]
-    .indexOf(label) + 11}`
+  `sleep 27.${
+    ["sqlite", "memory"].flatMap((kind) => ["answers", "silent", "stopped"].map((how) => `fence-${how}-${kind}`))
+      .indexOf(label) + 11
+  }`
 
 /**
  * Step 1: a command that says it started, sleeps, then writes `after.txt`; step 2: a second command, writing
@@ -78,6 +81,9 @@ const script = (body: ChatRequestBody): Turn => {
 describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals the %s store leaves unanswered", (kind) => {
   /** The threads (as stored) whose lease the store does not answer for, until their gate opens. */
   const stalled = new Map<string, ReturnType<typeof gate>>()
+  /** The threads (as stored) whose checkpoints wait, until their gate opens. */
+  const appending = new Map<string, ReturnType<typeof gate>>()
+  const { capture, logged } = captureLogs()
   /** The thread (as stored) of each run, as its lease says it. */
   const threadOf = new Map<string, string>()
   let inner: ThreadStore["Type"] | undefined
@@ -92,6 +98,12 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
           threadOf.set(request.runId, request.threadId)
           const hold = stalled.get(request.threadId)
           return hold === undefined ? base.acquireLease(request) : Effect.zipRight(hold.wait, base.acquireLease(request))
+        }),
+      appendMeasured: (threadId, runId, updates, owner) =>
+        Effect.suspend(() => {
+          const hold = appending.get(threadId)
+          const append = base.appendMeasured(threadId, runId, updates, owner)
+          return hold === undefined ? append : Effect.zipRight(hold.wait, append)
         })
     })
   }
@@ -104,11 +116,12 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
       script,
       wrapStore: wrap,
       config: { sandbox: { allow_host_bash: true } },
-      references: Layer.succeed(RunLease.LeaseTtl, TTL_MS)
+      references: Layer.succeed(RunLease.LeaseTtl, TTL_MS),
+      logger: capture
     })
   })
   afterAll(() => {
-    for (const hold of stalled.values()) hold.release()
+    for (const hold of [...stalled.values(), ...appending.values()]) hold.release()
     return gateway?.stop()
   })
 
@@ -223,5 +236,32 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     const state = await api("GET", `/threads/${run.thread}/state`)
     assert.strictEqual(state.status, 200, "the thread is readable")
     assert.deepStrictEqual(state.json().values.messages, before.values.messages, "nothing checkpointed")
+  }, 90_000)
+
+  it("stopped by its client before its lease's life ran out, it ends as the stop asked, not as the loss", async () => {
+    const label = `fence-stopped-${kind}`
+    const run = await startRun(label)
+    const renewals = gate()
+    const checkpoint = gate()
+    stalled.set(run.stored, renewals)
+    appending.set(run.stored, checkpoint)
+    const cancel = await api("POST", `/threads/${run.thread}/runs/${run.runId}/cancel`)
+    assert.isBelow(cancel.status, 300, cancel.text)
+    // the stopped run's last checkpoint waits while its lease's life runs out
+    await checkpoint.entered
+    await until(
+      () => logged.some((line) => line.includes(run.runId) && line.includes(Run.LAPSED_REASON)),
+      "the lease's life ran out"
+    )
+    stalled.delete(run.stored)
+    appending.delete(run.stored)
+    checkpoint.release()
+    renewals.release()
+    const events = await run.stream
+    assert.isFalse(events.some((e) => e.event === "error"), JSON.stringify(events.filter((e) => e.event === "error")))
+    assert.deepStrictEqual(events.slice(-2).map((e) => e.event), ["values", "end"], "as a stop's stream ends")
+    const record = (await api("GET", `/threads/${run.thread}/runs/${run.runId}`)).json()
+    assert.strictEqual(record.status, "interrupted", JSON.stringify(record))
+    assert.isFalse(Fs.existsSync(Path.join(run.workspace, "second.txt")), "the second command never ran")
   }, 90_000)
 })
