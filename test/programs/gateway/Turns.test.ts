@@ -388,4 +388,21 @@ describe("the thread's goal", () => {
     assert.strictEqual(cancelled.status < 300, true, cancelled.text)
     assert.strictEqual((await alice("GET", "/api/threads/held/goal")).json().goal.objective, "Keep going")
   })
+
+  // DeerFlow's clear_thread_goal reserves the thread before it reads the goal: no goal is no way past a run
+  it("with none set is not cleared while a run holds the thread either (409, DeerFlow's words)", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "held-bare" })).status, 200)
+    const input = { messages: [{ type: "human", content: "hang on" }] }
+    const run = (await alice("POST", "/api/threads/held-bare/runs", { input })).json()
+    const status = async () => (await alice("GET", `/api/threads/held-bare/runs/${run.run_id}`)).json().status
+    await until(async () => (await status()) === "running", "the run running")
+    const clear = await alice("DELETE", "/api/threads/held-bare/goal")
+    assert.strictEqual(clear.status, 409, clear.text)
+    assert.strictEqual(clear.json().detail, "Thread has a run in flight. Clear the goal after the run finishes.")
+    const cancelled = await alice("POST", `/api/threads/held-bare/runs/${run.run_id}/cancel?wait=true`)
+    assert.strictEqual(cancelled.status < 300, true, cancelled.text)
+    const after = await alice("DELETE", "/api/threads/held-bare/goal")
+    assert.strictEqual(after.status, 200, after.text)
+    assert.deepStrictEqual(after.json(), { goal: null })
+  })
 })

@@ -407,7 +407,9 @@ export const layer = (api: DeerFlowApi) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             const thread = yield* access.chatOf(user, path.thread_id)
-            if (thread !== undefined && (yield* currentGoal(thread)) !== null) {
+            // DeerFlow's clear_thread_goal reserves the thread before it looks for a goal: a thread a run holds is
+            // refused even with no goal, and one it does not hold gets a checkpoint clearing it either way
+            if (thread !== undefined) {
               yield* writeState(
                 thread,
                 { goal: { clear: true } },
