@@ -112,8 +112,9 @@ export const listTool = (tasks: McpTasks["Type"]): Tool.Tool =>
 export const cancelTool = (tasks: McpTasks["Type"]): Tool.Tool =>
   Tool.make({
     name: "cancel_background_task",
-    description: "Cancel one active background task in this chat.\n\nIf several tasks are active, provide the " +
-      "exact task name shown by\nlist_background_tasks. Remote MCP task handles are never needed or exposed.",
+    // DeerFlow's docstring as LangChain's @tool hands it on under Python 3.12: the later lines' indentation kept
+    description: "Cancel one active background task in this chat.\n\n    If several tasks are active, provide the " +
+      "exact task name shown by\n    list_background_tasks. Remote MCP task handles are never needed or exposed.",
     parameters: Schema.Struct({
       task: Schema.optionalWith(Schema.String, { nullable: true }).annotations({
         description: "Optional exact task name or DeerFlow task ID. Omit it only when one active task exists."
