@@ -7,6 +7,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Decode from "./mcp/Decode.js"
+import * as FunctionSchema from "./mcp/FunctionSchema.js"
 import type { Mcp, McpResult, McpTool } from "../services/Mcp.js"
 import { RunContext } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
@@ -99,7 +101,7 @@ export const tool = (mcp: Mcp["Type"], spec: McpTool): Tool.Tool => ({
   name: spec.name,
   description: spec.description,
   parameters: Args,
-  definition: { name: spec.name, description: spec.description, parameters: spec.inputSchema },
+  definition: FunctionSchema.definition(spec.name, spec.description, spec.inputSchema, Decode.description),
   mcpServer: spec.server,
   handler: (args, call) =>
     Effect.flatMap(RunContext, (run) =>

@@ -7,6 +7,8 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Decode from "../layers/mcp/Decode.js"
+import * as FunctionSchema from "../layers/mcp/FunctionSchema.js"
 import { neutralizeUntrustedTags } from "../middleware/InputSanitization.js"
 import type { McpServerConfig, McpTaskToolset } from "../services/Extensions.js"
 import { MAX_TASK_SERVER_NAME } from "../services/Extensions.js"
@@ -53,7 +55,7 @@ export const submitTool = (
     name: spec.name,
     description,
     parameters: Args,
-    definition: { name: spec.name, description, parameters: spec.inputSchema },
+    definition: FunctionSchema.definition(spec.name, description, spec.inputSchema, Decode.description),
     mcpServer: spec.server,
     handler: (args, call) =>
       Option.isNone(tasks)

@@ -17,6 +17,9 @@ const MAX_NAME = 64
 const MAX_DESCRIPTION = 4000
 const MAX_SCHEMA_CHARS = 100_000
 
+/** A description a server wrote, as the model may read it: cleaned and clipped. */
+export const description = (text: string): string => clean(text, MAX_DESCRIPTION)
+
 /** The most tools kept of one server's listing (over all its pages); the rest are left out, saying so. */
 export const MAX_TOOLS = 1000
 
@@ -55,7 +58,9 @@ export const inputSchemaOf = (raw: unknown): Either.Either<JsonObject, string> =
     return Either.left("its input schema is not JSON")
   }
   if (text.length > MAX_SCHEMA_CHARS) return Either.left(`its input schema is over ${MAX_SCHEMA_CHARS} characters`)
-  return Either.right({ type: "object", ...(Json.parse(text) as JsonObject) })
+  // (in the server's order, as DeerFlow's model reads it; an object schema naming no type gets one)
+  const schema = Json.parse(text) as JsonObject
+  return Either.right(schema.type === undefined ? { type: "object", ...schema } : schema)
 }
 
 const Block = Schema.Union(
@@ -132,7 +137,7 @@ export const toolsOf = (
       name: exposedName(server, tool.name, config.tool_name_prefix),
       original: tool.name,
       // (none: "", as langchain-mcp-adapters gives DeerFlow's model; a task's submit tool then has its contract alone)
-      description: clean(tool.description ?? "", MAX_DESCRIPTION),
+      description: description(tool.description ?? ""),
       inputSchema: schema.right,
       routing: routingOf(config, tool.name)
     })
