@@ -446,6 +446,9 @@ export const sse = (frame: Frame): string =>
 /** The SSE heartbeat comment. */
 export const HEARTBEAT = ": heartbeat\n\n"
 
+/** The whole stream of a run that has ended whose events are no longer kept: DeerFlow's `end`, with no id. */
+export const END_WITHOUT_ID = "event: end\ndata: null\n\n"
+
 /** Which mode a frame belongs to, for filtering a join by `stream_mode`; control frames belong to all. */
 export const modeOfEvent = (event: string): StreamMode | undefined =>
   event === "messages"

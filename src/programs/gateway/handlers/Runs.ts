@@ -340,24 +340,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           }
           // not buffered here (finished long ago, run by another process, or before a restart)
           const record = yield* ownedRun(stored, runId)
-          const frames: Array<string> = []
-          if (cursor > 0 || RunRecords.unfinished(record)) {
-            frames.push(Protocol.sse({
-              id: cursor,
-              event: "gap",
-              data: JSON.stringify(Protocol.gapPayload(runId, cursor, cursor + 1, cursor))
-            }))
-          } else {
-            const loaded = yield* loadState(stored)
-            const metadata = JSON.stringify({ run_id: runId, thread_id: threadId })
-            frames.push(Protocol.sse({ id: 1, event: "metadata", data: metadata }))
-            if (modes === undefined || modes.includes("values")) {
-              const values = JSON.stringify(Protocol.publicValues(loaded.state))
-              frames.push(Protocol.sse({ id: 2, event: "values", data: values }))
-            }
-            frames.push(Protocol.sse({ id: 3, event: "end", data: "null" }))
-          }
-          return sse(frames.join(""), {})
+          // a run over: DeerFlow's `end` alone, with or without a cursor (`_terminal_record_stream_missing`); the
+          // client reloads the thread, where a `gap` would send DeerFlow's app rejoining at that cursor for another
+          if (!RunRecords.unfinished(record)) return sse(Protocol.END_WITHOUT_ID, {})
+          const gap = Protocol.gapPayload(runId, cursor, cursor + 1, cursor)
+          return sse(Protocol.sse({ id: cursor, event: "gap", data: JSON.stringify(gap) }), {})
         })
 
       return handlers
