@@ -85,4 +85,28 @@ describe("joining a run another process runs", () => {
     const missing = await call("GET", `/threads/${thread}/runs/no-such-run/join`)
     assert.strictEqual(missing.status, 404)
   })
+
+  // DeerFlow's join_run / stream_existing_run: a run another worker holds (store_only) on a bridge that is not
+  // cross-process is a 409 its app recognises ("not active on this worker", "cannot be streamed") and ends quietly
+  it("its stream is a 409 naming it, not a gap DeerFlow's app would rejoin until it gives up", async () => {
+    const thread = (await call("POST", "/threads", {})).json.thread_id as string
+    await call("POST", `/threads/${thread}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "hi" }] }
+    })
+    const listed = (await call("GET", `/threads/${thread}/runs`)).json as Array<any>
+    const own = (await run(gateway.store.runs({ runId: listed[0].run_id })))[0]!
+    const runId = "run-streamed-elsewhere"
+    await run(gateway.store.saveRun(elsewhere(own, runId, "running")))
+    for (const headers of [{}, { "Last-Event-ID": "4" }]) {
+      const response = await fetch(`${gateway.url}/threads/${thread}/runs/${runId}/stream`, {
+        headers,
+        signal: AbortSignal.timeout(10_000)
+      })
+      assert.strictEqual(response.status, 409)
+      const problem = (await response.json()) as any
+      assert.strictEqual(problem.detail, `Run ${runId} is not active on this worker and cannot be streamed`)
+    }
+    await run(gateway.store.saveRun(elsewhere(own, runId, "success")))
+  })
 })

@@ -343,6 +343,10 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           // a run over: DeerFlow's `end` alone, with or without a cursor (`_terminal_record_stream_missing`); the
           // client reloads the thread, where a `gap` would send DeerFlow's app rejoining at that cursor for another
           if (!RunRecords.unfinished(record)) return sse(Protocol.END_WITHOUT_ID, {})
+          // another process runs it, outside a cluster: DeerFlow's 409, which its app takes for a run to leave be
+          if (runs.adopt === undefined) {
+            return yield* fail("conflict", `Run ${runId} is not active on this worker and cannot be streamed`)
+          }
           const gap = Protocol.gapPayload(runId, cursor, cursor + 1, cursor)
           return sse(Protocol.sse({ id: cursor, event: "gap", data: JSON.stringify(gap) }), {})
         })
