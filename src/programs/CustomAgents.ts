@@ -52,6 +52,12 @@ export const nameProblem = (name: string): string | undefined => {
 /** Whether a name can name an agent (see `nameProblem`). */
 export const isAgentName = (name: string): boolean => nameProblem(name) === undefined
 
+/**
+ * What the CLI adds to an agent that is not there: the command creating it, typed as `antler` (how the user runs
+ * Antler where they are: `npx antler` in a clone; see `CliCommand.invocation`).
+ */
+export const createHint = (name: string, antler: string): string => `Create one with: ${antler} agents create ${name}`
+
 /** An agent name, decoded (see `nameProblem`). */
 export const AgentName = Schema.String.pipe(
   Schema.filter((name) => nameProblem(name) ?? true, { identifier: "AgentName" })
@@ -250,9 +256,9 @@ export const load = (
             reason: "not_found",
             name,
             // the data directory is not named: the message may go to a gateway's client
+            // (nor a command to create one: the CLI adds it as the user types it there, `createHint`)
             message: `No agent named "${name}" (looked in users/${userId}/agents/${name} and agents/${name} of the ` +
-              "data directory). " +
-              `Create one with: antler agents create ${name}`
+              "data directory)."
           })
         )
       }

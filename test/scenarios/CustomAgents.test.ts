@@ -183,7 +183,7 @@ describe("custom agents", () => {
       assert.strictEqual(end.type === "run_end" && end.status, "error")
       assert.match(
         end.type === "run_end" ? end.error!.message : "",
-        /agent_name: No agent named "nobody".*antler agents create nobody/
+        /agent_name: No agent named "nobody" \(looked in users\/default\/agents\/nobody and agents\/nobody of the data directory\)\.$/
       )
       assert.lengthOf(server.requests, 0)
     })), 60_000)

@@ -99,7 +99,8 @@ const show: CliCommand.Entry = {
         Effect.catchTag("AgentError", (error) =>
           fail(
             error.reason === "invalid_config" ? ExitCode.usage : ExitCode.runFailed,
-            Render.safeText(error.message)
+            Render.safeText(error.message) +
+              (error.reason === "not_found" ? ` ${CustomAgents.createHint(name, CliCommand.invocation())}` : "")
           ))
       )
       if (args.json) {

@@ -214,19 +214,24 @@ const pieces = (spec: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<P
  * The first problem of a command line (the arguments after the program), or undefined: an option the
  * command does not have (with the closest one it does have), an option without its value, or an unknown
  * command. Everything after `--` is an argument, so a prompt may start with a dash: `antler run -- "-x"`.
+ * `antler`: how the commands the problem suggests are typed where the user is (`CliCommand.invocation`).
  */
-export const commandLineProblem = (spec: CommandSpec, args: ReadonlyArray<string>): string | undefined => {
+export const commandLineProblem = (
+  spec: CommandSpec,
+  args: ReadonlyArray<string>,
+  antler = "antler"
+): string | undefined => {
   for (const piece of pieces(spec, args)) {
     const command = piece._tag === "Rest" ? spec : piece.command
     switch (piece._tag) {
       case "Rest":
         return undefined
       case "Option":
-        if (piece.unknown) return unknownOption(command, piece.name)
+        if (piece.unknown) return unknownOption(command, piece.name, antler)
         if (piece.missingValue) {
           const name = piece.name
           return `${command.name}: ${name} needs a value: ${name} VALUE (or ${name}=VALUE for a value that starts ` +
-            `with "--").\nRun \`${command.name} --help\` for its usage.`
+            `with "--").${helpHint(command, antler)}`
         }
         break
       case "Word":
@@ -235,7 +240,7 @@ export const commandLineProblem = (spec: CommandSpec, args: ReadonlyArray<string
           const near = closestName(piece.token, commands)
           return `${command.name}: unknown command ${piece.token}` +
             (near !== undefined ? `; did you mean ${near}?` : `. Commands: ${commands.join(", ")}.`) +
-            `\nRun \`${command.name} --help\` for its usage.`
+            helpHint(command, antler)
         }
     }
   }
@@ -263,7 +268,13 @@ export const hoistBuiltIns = (spec: CommandSpec, args: ReadonlyArray<string>): R
 export const logLevelGiven = (spec: CommandSpec, args: ReadonlyArray<string>): boolean =>
   pieces(spec, args).some((piece) => piece._tag === "Option" && piece.builtIn && piece.name === "--log-level")
 
-const unknownOption = (command: CommandSpec, name: string): string => {
+/** A command as the user types it here: `antler run` with `antler` replaced by how Antler is run (`npx antler`). */
+const typed = (command: CommandSpec, antler: string): string => command.name.replace(/^antler(?= |$)/, () => antler)
+
+const helpHint = (command: CommandSpec, antler: string): string =>
+  `\nRun \`${typed(command, antler)} --help\` for its usage.`
+
+const unknownOption = (command: CommandSpec, name: string, antler: string): string => {
   const own = Object.keys(command.options).filter((option) => option.startsWith("--"))
   const near = closestName(name, [...own, ...Object.keys(BUILT_IN_OPTIONS).filter((o) => o.startsWith("--"))])
   const hint = near !== undefined
@@ -272,9 +283,9 @@ const unknownOption = (command: CommandSpec, name: string): string => {
     ? `. Its options: ${own.join(", ")}.`
     : "."
   const dash = command.args && near === undefined
-    ? `\nAn argument that starts with "-" goes after --: ${command.name} -- "${name} ..."`
+    ? `\nAn argument that starts with "-" goes after --: ${typed(command, antler)} -- "${name} ..."`
     : ""
-  return `${command.name}: unknown option ${name}${hint}${dash}\nRun \`${command.name} --help\` for its usage.`
+  return `${command.name}: unknown option ${name}${hint}${dash}${helpHint(command, antler)}`
 }
 
 /** The command tree the check knows, read from the commands' own options and arguments. */
@@ -372,7 +383,7 @@ export const cli = (argv: ReadonlyArray<string>) => {
       (home) => Render.write(helpText(asked.path, { color: Render.useColor(), home }))
     )
   }
-  const problem = commandLineProblem(commandSpec, args)
+  const problem = commandLineProblem(commandSpec, args, CliCommand.invocation())
   return problem === undefined
     ? withCleanConsole(
       Command.run(root, { name: "antler", version: version() })(

@@ -35,6 +35,7 @@ import { ThreadStore } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import * as PackageRoot from "../PackageRoot.js"
 import * as App from "../App.js"
+import * as CustomAgents from "../CustomAgents.js"
 import * as Closest from "./Closest.js"
 import * as McpTaskRequirement from "../McpTaskRequirement.js"
 import * as Render from "./Render.js"
@@ -146,8 +147,14 @@ export const reportAgentFailures = (
     const tag = typeof error === "object" && error !== null && "_tag" in error ? error._tag : undefined
     const message = () => String((error as { readonly message?: unknown }).message)
     switch (tag) {
-      case "SettingsError":
-        return fail(ExitCode.usage, `${settings}: ${message()}`)
+      case "SettingsError": {
+        // (an agent that is not there: with the command creating it, as the user types it here)
+        const missing = (error as { readonly missingAgent?: unknown }).missingAgent
+        const hint = typeof missing === "string" && CustomAgents.isAgentName(missing)
+          ? ` ${CustomAgents.createHint(missing, invocation())}`
+          : ""
+        return fail(ExitCode.usage, `${settings}: ${message()}${hint}`)
+      }
       case "NoModelsError":
         return fail(ExitCode.usage, `Configuration error: ${message()}`)
       case "ConfigError":

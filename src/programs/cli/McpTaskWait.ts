@@ -93,7 +93,7 @@ const left = (
   tasks: ReadonlyArray<TaskRecord>,
   threadId: string,
   waitSeconds: number,
-  options: { readonly json: boolean; readonly redact: Redact.Redactor }
+  options: { readonly json: boolean; readonly redact: Redact.Redactor; readonly antler?: string | undefined }
 ): Effect.Effect<void> => {
   const names = tasks.map((task) => Render.safeText(task.task_name, options.redact))
   if (options.json) {
@@ -111,7 +111,7 @@ const left = (
     : `stopped waiting for ${some} after ${waitSeconds}s`
   return Render.write(s.yellow(
     `${stopped}: it goes on where its server runs (a stdio server's task ends with this process); a later ` +
-      `antler run --thread ${threadId} (its task tools) or antler serve follows it\n`
+      `${options.antler ?? "antler"} run --thread ${threadId} (its task tools) or antler serve follows it\n`
   ))
 }
 
@@ -128,6 +128,8 @@ export const follow = (
     readonly redact: Redact.Redactor
     readonly waitSeconds: number
     readonly everyMs?: number
+    /** How the user runs Antler here (`npx antler`), for the command the tasks left are followed with. */
+    readonly antler?: string | undefined
   }
 ): Effect.Effect<void> =>
   Effect.gen(function*() {

@@ -63,22 +63,23 @@ const readStdin = Effect.async<string, CliExit>((resume) => {
 
 /**
  * The prompt: the words joined, each `-` replaced by stdin (its last line end dropped); with no words, stdin
- * when it is not a terminal. An empty prompt is a usage error.
+ * when it is not a terminal. An empty prompt is a usage error, whose hints are typed as `antler` (how Antler is run).
  */
-const promptOf = (words: ReadonlyArray<string>) =>
+const promptOf = (words: ReadonlyArray<string>, antler: string) =>
   Effect.gen(function*() {
     const terminal = process.stdin.isTTY === true
+    const help = `\nRun \`${antler} run --help\` for its usage.`
     if (words.length === 0 && terminal) {
       return yield* fail(
         ExitCode.usage,
-        "antler run: what should the agent do? Give a prompt: antler run \"<prompt>\", or pipe one in: " +
-          "echo \"<prompt>\" | antler run -\nRun `antler run --help` for its usage."
+        `antler run: what should the agent do? Give a prompt: ${antler} run "<prompt>", or pipe one in: ` +
+          `echo "<prompt>" | ${antler} run -${help}`
       )
     }
     const stdin = words.includes("-") || words.length === 0 ? (yield* readStdin).replace(/\r?\n$/, "") : ""
     const prompt = words.length === 0 ? stdin : words.map((word) => (word === "-" ? stdin : word)).join(" ")
     if (prompt.trim() === "") {
-      return yield* fail(ExitCode.usage, "antler run: the prompt is empty.\nRun `antler run --help` for its usage.")
+      return yield* fail(ExitCode.usage, `antler run: the prompt is empty.${help}`)
     }
     return prompt
   })
@@ -167,11 +168,12 @@ const command = Command.make(
         : Option.none<string>()
       // (the request's secrets, read from the environment before anything else: a name that is not there is a
       // usage error, never a run without it)
-      const requestSecrets = yield* Either.match(RunSecrets.fromEnvironment(args.secrets, process.env), {
+      const antler = CliCommand.invocation()
+      const requestSecrets = yield* Either.match(RunSecrets.fromEnvironment(args.secrets, process.env, antler), {
         onLeft: (message) => fail(ExitCode.usage, `antler run: ${message}`),
         onRight: Effect.succeed
       })
-      const prompt = yield* promptOf(args.prompt)
+      const prompt = yield* promptOf(args.prompt, antler)
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
       yield* CliCommand.checkMcpTasks(app, "antler run")
@@ -180,7 +182,7 @@ const command = Command.make(
       const secrets = [...yield* App.toolSecrets(app), ...OtelTracing.secrets(tracing)]
       // (the request's secrets, each line of one of several lines, in their encoded forms too, as a gateway run's)
       const redact = SkillSecrets.runRedactor(App.redactor(choice.models, env, secrets), requestSecrets)
-      const invocation = CliCommand.invocation()
+      const invocation = antler
       const runId = M.newId()
       const settings = runSettings(choice.name, {
         modelGiven: Option.isSome(args.model) || Option.isSome(args.baseUrl),
@@ -253,7 +255,7 @@ const command = Command.make(
         }
         // the background tasks the run submitted: waited for, and how each ended shown
         if (CliCommand.exitCodeOf(outcome.end) === ExitCode.ok) {
-          yield* McpTaskWait.follow(threadId, runId, { json: args.json, redact, waitSeconds: args.waitTasks })
+          yield* McpTaskWait.follow(threadId, runId, { json: args.json, redact, waitSeconds: args.waitTasks, antler })
         }
         // the process ends here: the memory update of this run is made now rather than after its debounce
         const memory = yield* Memory

@@ -15,11 +15,13 @@ const WHERE = "--secret"
  * The secrets `names` give (`--secret NAME`, repeated), their values `$NAME` of `env`: none when `names` is empty. A
  * refusal says what was wrong, never a value: a `NAME=...` (a value on the command line: the process list shows it,
  * so it is refused rather than used), a name that is not an environment variable's, one unset or empty in `env`,
- * and what `SkillSecrets.decodeRequest` refuses (sizes, NUL, how many).
+ * and what `SkillSecrets.decodeRequest` refuses (sizes, NUL, how many). `antler`: how the command a refusal suggests
+ * is typed where the user is (`CliCommand.invocation`).
  */
 export const fromEnvironment = (
   names: ReadonlyArray<string>,
-  env: Readonly<Record<string, string | undefined>>
+  env: Readonly<Record<string, string | undefined>>,
+  antler = "antler"
 ): Either.Either<SkillSecrets.RequestSecrets | undefined, string> => {
   const values: Record<string, string> = {}
   for (const given of names) {
@@ -29,7 +31,7 @@ export const fromEnvironment = (
       const shown = SkillSecrets.NAME.test(name) ? name : "NAME"
       return Either.left(
         `${WHERE} takes a name, never a value (a value on the command line is visible to every user in the process ` +
-          `list): set it in the environment and name it, e.g. ${shown}=... antler run --secret ${shown} "<prompt>"`
+          `list): set it in the environment and name it, e.g. ${shown}=... ${antler} run --secret ${shown} "<prompt>"`
       )
     }
     if (!SkillSecrets.NAME.test(given) || given.length > SkillSecrets.MAX_NAME_CHARS) {

@@ -133,7 +133,8 @@ const compact: CliCommand.Entry = {
           Effect.catchTag("AgentError", (error) =>
             fail(
               error.reason === "io" ? ExitCode.runFailed : ExitCode.usage,
-              `--agent: ${Render.safeText(error.message, redact)}`
+              `--agent: ${Render.safeText(error.message, redact)}` +
+                (error.reason === "not_found" ? ` ${CustomAgents.createHint(agentName, CliCommand.invocation())}` : "")
             ))
         )
       const resolved = Factory.resolve(

@@ -9,6 +9,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import * as CliCommand from "../../../src/programs/cli/CliCommand.js"
 import * as RunCommand from "../../../src/programs/cli/RunCommand.js"
 import { childEnv, runAntler } from "../../support/cli.js"
 import { tempDir } from "../../support/fixtures.js"
@@ -84,6 +85,9 @@ describe("antler agents", () => {
         assert.match(listed.stdout, /^ada {2}Ada, a research partner\n/)
         const shown = yield* antler(home, ["agents", "show", "ada"])
         assert.include(shown.stdout, "SOUL.md\n  # Ada\n  Precise and kind.")
+        const ghost = yield* antler(home, ["agents", "show", "ghost"])
+        assert.strictEqual(ghost.code, 1)
+        assert.include(ghost.stderr, `Create one with: ${CliCommand.invocation(process.env, home)} agents create ghost\n`)
 
         const ran = yield* antler(home, ["run", "--agent", "ada", "--subagents", ...model, "Take notes"])
         assert.strictEqual(ran.code, 0, ran.stderr)
@@ -99,6 +103,8 @@ describe("antler agents", () => {
         const unknown = yield* antler(home, ["run", "--agent", "nobody", ...model, "hi"])
         assert.strictEqual(unknown.code, 2)
         assert.include(unknown.stderr, `No agent named "nobody"`)
+        // the command creating it, as typed where the user is (npx antler in a clone)
+        assert.include(unknown.stderr, `Create one with: ${CliCommand.invocation(process.env, home)} agents create nobody`)
       } finally {
         Fs.rmSync(home, { recursive: true, force: true })
       }

@@ -452,6 +452,25 @@ describe("options in any order", () => {
 })
 
 describe("the command the hints name", () => {
+  it.live("a usage error's hint is a command that runs where the user is, as printed (npx antler in the clone)", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-hint-")
+      // the user is in the clone, whose antler is not on their PATH (the README's npx antler)
+      const typo = yield* Effect.promise(() => antler(home, ["run", "--thraed", "t", "hi"], {}, ROOT).done)
+      assert.strictEqual(typo.code, 2, typo.stderr)
+      const printed = /\nRun `(.+) run --help` for its usage\.\n/.exec(typo.stderr)?.[1]
+      assert.strictEqual(printed, CliCommand.invocation(process.env, ROOT), typo.stderr)
+      // the command as printed starts this Antler from there (its --version needs no build)...
+      const env = childEnv({ ANTLER_HOME: home })
+      const version = ChildProcess.spawnSync("sh", ["-c", `${printed} --version`], { cwd: ROOT, env, encoding: "utf8" })
+      assert.strictEqual(version.status, 0, version.stderr)
+      assert.match(version.stdout, /^antler \d+\.\d+\.\d+/)
+      // ...and the rest of it is the run command's help
+      const help = yield* Effect.promise(() => antler(home, ["run", "--help"], {}, ROOT).done)
+      assert.strictEqual(help.code, 0, help.stderr)
+      assert.include(help.stdout, `Usage\n  ${printed} run [options] <prompt>...`)
+    }), SLOW)
+
   it("after npm ci, npx antler in the clone finds the clone's own antler (no install into npx's cache)", () => {
     // prepare links it; without the link npx installed and built the clone again, for half a minute or more
     assert.strictEqual(
@@ -740,7 +759,7 @@ describe("careless input", () => {
       const bogus = yield* run("--bogus", "1", "hi")
       assert.strictEqual(bogus.code, 2, bogus.stderr)
       assert.include(bogus.stderr, "antler run: unknown option --bogus. Its options: --thread, --continue, --model")
-      assert.include(bogus.stderr, `goes after --: antler run -- "--bogus ..."`)
+      assert.include(bogus.stderr, `goes after --: ${CliCommand.invocation(process.env, careless)} run -- "--bogus ..."`)
       const typo = yield* run("--thraed", "X", "--model", "M", "hi")
       assert.strictEqual(typo.code, 2, typo.stderr)
       assert.include(typo.stderr, "antler run: unknown option --thraed; did you mean --thread?")
@@ -1135,7 +1154,10 @@ describe("threads you can find again", () => {
       assert.match(lastUser(1), /\nReview: line 1\nline 2\n/)
       const empty = yield* antlerDone(dir, endpoint)
       assert.strictEqual(empty.code, 2)
-      assert.include(empty.stderr, "antler run: the prompt is empty.")
+      assert.include(
+        empty.stderr,
+        `antler run: the prompt is empty.\nRun \`${CliCommand.invocation(process.env, dir)} run --help\` for its usage.`
+      )
       const both = yield* antlerDone(dir, [...endpoint, "--continue", "--thread", "t", "hi"])
       assert.strictEqual(both.code, 2)
       assert.include(both.stderr, "give only one of them")
@@ -1530,6 +1552,21 @@ describe("checking the command line", () => {
     assert.include(problem("serv")!, "antler: unknown command serv; did you mean serve?")
     assert.include(problem("serve", "--prot", "8001")!, "antler serve: unknown option --prot; did you mean --port?")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
+  })
+
+  it("the commands a problem suggests are typed as Antler is run where the user is (npx antler in the clone)", () => {
+    const npx = (...args: ReadonlyArray<string>) => Cli.commandLineProblem(Cli.commandSpec, args, "npx antler")
+    assert.strictEqual(
+      npx("run", "--bogus", "1", "hi"),
+      "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
+        "--config, --file, --plan, --agent, --subagents, --secret, --wait-tasks, --json, --verbose.\n" +
+        "An argument that starts with \"-\" goes after --: npx antler run -- \"--bogus ...\"\n" +
+        "Run `npx antler run --help` for its usage."
+    )
+    assert.match(npx("run", "--thread")!, /\nRun `npx antler run --help` for its usage\.$/)
+    assert.match(npx("threads", "lst")!, /^antler threads: unknown command lst; did you mean list\?\n/)
+    assert.match(npx("threads", "lst")!, /\nRun `npx antler threads --help` for its usage\.$/)
+    assert.match(npx("deploy")!, /\nRun `npx antler --help` for its usage\.$/)
   })
 
   it("every command's help describes each of its options and arguments (a new option without help fails here)", () => {
