@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as CliCommand from "../../src/programs/cli/CliCommand.js"
 import { runAntler } from "../support/cli.js"
 import { cliHome, reportTaskServer } from "../support/mcpTaskServer.js"
 
@@ -32,20 +33,22 @@ const home = (url: string) => {
   const { dir, env } = cliHome("antler-mcp-task-wait-", url, SERVER, {
     config: { mcp_tasks: { enabled: true, poll_interval_seconds: 1 } }
   })
-  return (args: ReadonlyArray<string>) => Effect.promise(() => runAntler(args, { cwd: dir, env }))
+  const run = (args: ReadonlyArray<string>) => Effect.promise(() => runAntler(args, { cwd: dir, env }))
+  return { run, dir, env }
 }
 
 describe("antler run --wait-tasks", () => {
   it.scopedLive("stops waiting for a task that never ends after the bound, says so, and exits 0", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(model)
-      const antler = home(server.url)
+      const { dir, env, run: antler } = home(server.url)
       const started = Date.now()
       const ran = yield* antler(["run", "--thread", "t1", "--wait-tasks", "2", "start a report"])
       assert.strictEqual(ran.code, 0, ran.stderr)
       assert.include(ran.stdout, "waiting for background task Report (at most 2s;")
       assert.include(ran.stdout, "stopped waiting for background task Report after 2s")
-      assert.include(ran.stdout, "antler run --thread t1")
+      // (the command as typed where the user is: node <path>/bin/antler.js outside the clone)
+      assert.include(ran.stdout, `a later ${CliCommand.invocation(env, dir)} run --thread t1 (its task tools)`)
       assert.isAtLeast(Date.now() - started, 2000)
       assert.notInclude(ran.stdout, "background task Report working")
 
