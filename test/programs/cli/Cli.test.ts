@@ -1708,6 +1708,13 @@ describe("Render.human", () => {
       say("llm_waiting", { message: "Waiting for model m: no answer yet." }),
       "… Waiting for model m: no answer yet."
     )
+    // setup_agent's new agent: run with the command as typed where the user is
+    assert.strictEqual(
+      Render.eventSentence("agent_created", { name: "ada", message: "m" }, { antler: "npx antler" }),
+      "✦ Agent 'ada' created. Run it with: npx antler run --agent ada \"...\""
+    )
+    assert.strictEqual(say("agent_created", { name: null, message: "The default agent's SOUL.md was written." }),
+      "The default agent's SOUL.md was written.")
     const audit = { thread_id: "t", command: "ls -la\nrm x", verdict: "pass" }
     assert.isUndefined(say("sandbox_audit", audit))
     assert.strictEqual(say("sandbox_audit", audit, true), "✓ Audit passed `ls -la …`.")

@@ -13,7 +13,7 @@ import { clip, oneLine, preview } from "./Text.js"
 /** How a custom event reads to a person: one short sentence, or undefined when it is not worth a line. */
 export type EventSentence = (
   data: Record<string, unknown>,
-  options: { readonly verbose: boolean }
+  options: { readonly verbose: boolean; readonly antler: string }
 ) => string | undefined
 
 const str = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined)
@@ -27,6 +27,13 @@ const quoted = (command: unknown) => `\`${oneLine(str(command) ?? "", 80)}\``
  * entry shows its `message` when it has one, else nothing (its raw form shows with `--verbose` and in `--json`).
  */
 export const EVENT_SENTENCES: Readonly<Record<string, EventSentence>> = {
+  // (setup_agent's: the command running the new agent, as typed where the user is)
+  agent_created: (data, { antler }) => {
+    const name = str(data.name)
+    return name === undefined
+      ? str(data.message)
+      : `✦ Agent '${oneLine(name, 80)}' created. Run it with: ${antler} run --agent ${oneLine(name, 80)} "..."`
+  },
   skill_activation: (data) => `✦ Skill ${oneLine(str(data.name) ?? "", 80)} activated for this run.`,
   llm_retry: (data) => `↻ ${str(data.message) ?? "The model call failed; trying again."}`,
   llm_waiting: (data) => `… ${str(data.message) ?? "Still waiting for the model."}`,
@@ -79,12 +86,18 @@ export const EVENT_SENTENCES: Readonly<Record<string, EventSentence>> = {
 }
 
 /** A custom event's sentence (see `EVENT_SENTENCES`), or undefined when it is not shown by default. */
-export const eventSentence = (name: string, data: unknown, options: { readonly verbose?: boolean } = {}) => {
+export const eventSentence = (
+  name: string,
+  data: unknown,
+  options: { readonly verbose?: boolean; readonly antler?: string | undefined } = {}
+) => {
   const record = typeof data === "object" && data !== null && !Array.isArray(data)
     ? data as Record<string, unknown>
     : {}
   const sentence = Object.hasOwn(EVENT_SENTENCES, name) ? EVENT_SENTENCES[name] : undefined
-  if (sentence !== undefined) return sentence(record, { verbose: options.verbose === true })
+  if (sentence !== undefined) {
+    return sentence(record, { verbose: options.verbose === true, antler: options.antler ?? "antler" })
+  }
   const message = str(record.message)
   return message === undefined ? undefined : `· ${clip(message, { lines: 2, chars: 400 })}`
 }

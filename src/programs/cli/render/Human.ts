@@ -228,7 +228,7 @@ export const human = (options: RenderOptions): HumanRenderer => {
       if (verbose) text += newline() + out(`${s.dim(safe(eventRaw(name, data)))}\n`)
       return text
     }
-    const sentence = eventSentence(name, data, { verbose })
+    const sentence = eventSentence(name, data, { verbose, antler: invocation })
     if (sentence !== undefined) {
       const paint = sentence.startsWith("⛔") ? s.red : s.yellow
       text += newline() + out(`${paint(safe(sentence))}\n`)
