@@ -66,6 +66,7 @@ export class UploadError extends Schema.TaggedError<UploadError>()("UploadError"
     "total_too_large",
     "not_found",
     "not_a_file",
+    "folder_in_the_way",
     "io"
   ),
   message: Schema.String,
@@ -320,6 +321,27 @@ const ensureUploadsDir = (fs: FileSystem.FileSystem, dir: string) =>
     if (link) return yield* Effect.fail(new Error("the uploads directory is a symbolic link"))
   }).pipe(Effect.mapError((cause) => ioError("Cannot prepare the thread's uploads directory", cause)))
 
+/** The refusal of a file whose name is a folder in the uploads (one the agent made there): renamed onto, it fails. */
+const folderInTheWay = (filename: string) =>
+  new UploadError({
+    reason: "folder_in_the_way",
+    filename,
+    message: `Cannot upload ${JSON.stringify(filename)}: the thread's uploads hold a folder of that name. Rename ` +
+      "the file and upload it again; nothing of this upload was written."
+  })
+
+/** Whether `file` is a folder itself (a link to one is replaced by the upload, as a link to a file is). */
+const isFolder = (fs: FileSystem.FileSystem, file: string): Effect.Effect<boolean, PlatformError> =>
+  fs.stat(file).pipe(
+    Effect.flatMap((info) =>
+      info.type !== "Directory" ? Effect.succeed(false) : fs.readLink(file).pipe(
+        Effect.as(false),
+        Effect.catchIf((error) => FileErrors.hasCode(error, "EINVAL"), () => Effect.succeed(true))
+      )
+    ),
+    Effect.catchIf((error) => FileErrors.hasCode(error, "ENOENT"), () => Effect.succeed(false))
+  )
+
 /**
  * Stages every file, then renames them all into place, and returns the sizes written. Nothing is renamed
  * until every file is staged (and once renaming starts, it is not interrupted), and a failure removes whatever
@@ -335,7 +357,15 @@ const commit = (fs: FileSystem.FileSystem, dir: string, sources: ReadonlyArray<S
       if (problem !== undefined) return yield* problem
       yield* Effect.uninterruptible(Effect.forEach(
         sources,
-        (source, i) => fs.rename(staged[i]!.temp, Path.join(dir, source.filename)),
+        (source, i) =>
+          fs.rename(staged[i]!.temp, Path.join(dir, source.filename)).pipe(
+            // (a folder made there since the check)
+            Effect.mapError((cause) =>
+              FileErrors.hasCode(cause, "EISDIR") || FileErrors.hasCode(cause, "ENOTEMPTY")
+                ? folderInTheWay(source.filename)
+                : cause
+            )
+          ),
         { discard: true }
       ))
       return staged.map((file) => file.size)
@@ -428,6 +458,12 @@ export const upload = Effect.fn("Upload.upload")(function*(
   if (problem !== undefined) return yield* problem
   const dir = threadPaths(app.home, userId, threadId).uploads
   yield* ensureUploadsDir(fs, dir)
+  for (const source of sources) {
+    const folder = yield* isFolder(fs, Path.join(dir, source.filename)).pipe(
+      Effect.mapError((cause) => ioError(`Cannot check ${source.filename} in the uploads`, cause, source.filename))
+    )
+    if (folder) return yield* folderInTheWay(source.filename)
+  }
   const sizes = yield* commit(fs, dir, sources, limits)
   const converting = options.convert ?? limits.auto_convert_documents ?? false
   const uploaded = new Set(sources.map((source) => source.filename))

@@ -134,13 +134,13 @@ describe("uploads limits and artifact edits", () => {
       success: boolean
       message: string
       skipped_files: ReadonlyArray<string>
-      files: ReadonlyArray<{ filename: string; original_filename?: string; size: number }>
+      files: ReadonlyArray<{ filename: string; original_filename: string | null; size: number }>
     }
     assert.strictEqual(body.success, true)
     assert.strictEqual(body.message, "Successfully uploaded 2 file(s)")
     assert.deepStrictEqual(body.skipped_files, [])
     assert.deepStrictEqual(body.files.map((f) => [f.filename, f.original_filename, f.size]), [
-      ["data.txt", undefined, 5],
+      ["data.txt", null, 5],
       ["data_1.txt", "data.txt", 6]
     ])
     const uploads = threadPaths(gateway.home, "alice", `work${ThreadIds.tagOf("alice")}`).uploads

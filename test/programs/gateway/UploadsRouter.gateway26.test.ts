@@ -37,7 +37,10 @@ describe("DeerFlow's uploads router", () => {
     const typeOf = (schema: any): string =>
       schema.$ref === undefined ? schema.type : typeOf(schemas[String(schema.$ref).split("/").at(-1)!])
     assert.strictEqual(typeOf(schemas.UploadedFile.properties.size), "integer")
-    assert.strictEqual(typeOf(schemas.UploadList.properties.files.items.properties.size), "integer")
+    // (the list's files are DeerFlow's UploadedFileInfo too: a reference to it)
+    const listed0 = schemas.UploadList.properties.files.items
+    const item = listed0.$ref === undefined ? listed0 : schemas[String(listed0.$ref).split("/").at(-1)!]
+    assert.strictEqual(typeOf(item.properties.size), "integer")
     assert.strictEqual(typeOf(schemas.UploadList.properties.count), "integer")
   })
 

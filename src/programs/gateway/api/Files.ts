@@ -14,19 +14,28 @@ import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
 import { QueryValue, ThreadNotFound } from "./Threads.js"
 
-/** An uploaded file, where the agent reads it and where it is downloaded. */
+/**
+ * An uploaded file, where the agent reads it and where it is downloaded: DeerFlow's `UploadedFileInfo`, every field
+ * sent, `null` where it has no value (as FastAPI sends the model).
+ */
 export const UploadedFile = Schema.Struct({
   filename: Schema.String,
-  original_filename: Schema.optional(Schema.String),
   size: Schema.Int,
   path: Schema.String,
-  markdown_file: Schema.optional(Schema.String),
-  markdown_path: Schema.optional(Schema.String),
-  conversion_error: Schema.optional(Schema.String),
   virtual_path: Schema.String,
   artifact_url: Schema.String,
-  markdown_virtual_path: Schema.optional(Schema.String),
-  markdown_artifact_url: Schema.optional(Schema.String)
+  /** The name's extension (`.csv`); in an upload's answer `null`, as DeerFlow's. */
+  extension: Schema.NullOr(Schema.String),
+  /** Seconds since the epoch (DeerFlow's float); in an upload's answer `null`, as DeerFlow's. */
+  modified: Schema.NullOr(Schema.Number),
+  /** The name the file was given, when another file of the upload had it and this one was renamed. */
+  original_filename: Schema.NullOr(Schema.String),
+  markdown_file: Schema.NullOr(Schema.String),
+  markdown_path: Schema.NullOr(Schema.String),
+  markdown_virtual_path: Schema.NullOr(Schema.String),
+  markdown_artifact_url: Schema.NullOr(Schema.String),
+  /** Why a document has no Markdown sibling (Antler's; only in an upload's answer, only when so). */
+  conversion_error: Schema.optional(Schema.String)
 }).annotations({ identifier: "UploadedFile" })
 
 /** The answer to an upload. */
@@ -38,18 +47,9 @@ export const Uploaded = Schema.Struct({
   skipped_files: Schema.Array(Schema.String)
 }).annotations({ identifier: "Uploaded" })
 
-/** A thread's uploads. */
+/** A thread's uploads (a Markdown sibling is a file of its own: `markdown_*` are always `null`, as DeerFlow's). */
 export const UploadList = Schema.Struct({
-  files: Schema.Array(Schema.Struct({
-    filename: Schema.String,
-    size: Schema.Int,
-    path: Schema.String,
-    virtual_path: Schema.String,
-    artifact_url: Schema.String,
-    extension: Schema.String,
-    /** Seconds since the epoch (DeerFlow's float). */
-    modified: Schema.Number
-  })),
+  files: Schema.Array(UploadedFile),
   count: Schema.Int
 }).annotations({ identifier: "UploadList" })
 

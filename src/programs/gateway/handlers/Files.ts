@@ -196,10 +196,23 @@ const leadsOut = async (dir: string, file: string): Promise<boolean> => {
   return target !== base && !target.startsWith(`${base}${Path.sep}`)
 }
 
-/** The status of a refused upload: too many or too large files 413 (as DeerFlow), a write that failed 500. */
+/** The `markdown_*` fields of a file without a Markdown sibling (DeerFlow's `None`s). */
+const noMarkdown = {
+  markdown_file: null,
+  markdown_path: null,
+  markdown_virtual_path: null,
+  markdown_artifact_url: null
+} as const
+
+/**
+ * The status of a refused upload: too many or too large files 413 (as DeerFlow), a name that is a folder in the
+ * uploads 409, a write that failed 500.
+ */
 const uploadRefusal = (reason: Upload.UploadError["reason"]): GatewayError["reason"] =>
   reason === "too_many_files" || reason === "file_too_large" || reason === "total_too_large"
     ? "too_large"
+    : reason === "folder_in_the_way"
+    ? "conflict"
     : reason === "io"
     ? "internal"
     : "unprocessable"
@@ -295,16 +308,23 @@ export const layer = (api: DeerFlowApi) =>
             return json(FilesApi.Uploaded, {
               success: true,
               files: results.map((result) => ({
-                ...result,
+                filename: result.filename,
+                size: result.size,
+                path: result.path,
                 virtual_path: result.path,
                 artifact_url: artifactUrl(threadId, result.path),
+                extension: null,
+                modified: null,
+                original_filename: result.original_filename ?? null,
                 ...(result.markdown_path !== undefined
                   ? {
                     markdown_file: Path.posix.basename(result.markdown_path),
+                    markdown_path: result.markdown_path,
                     markdown_virtual_path: result.markdown_path,
                     markdown_artifact_url: artifactUrl(threadId, result.markdown_path)
                   }
-                  : {})
+                  : noMarkdown),
+                ...(result.conversion_error !== undefined ? { conversion_error: result.conversion_error } : {})
               })),
               message: `Successfully uploaded ${results.length} file(s)`,
               skipped_files: []
@@ -335,7 +355,9 @@ export const layer = (api: DeerFlowApi) =>
                   virtual_path: path,
                   artifact_url: artifactUrl(threadId, path),
                   extension: Path.extname(name),
-                  modified: stat.mtimeMs / 1000
+                  modified: stat.mtimeMs / 1000,
+                  original_filename: null,
+                  ...noMarkdown
                 }]
               })
             })
