@@ -170,8 +170,8 @@ describe("config.yaml's uploads edited while the gateway runs", () => {
       const taken = await upload("b.html", "c.html")
       assert.strictEqual(taken.status, 200, JSON.stringify(taken.body))
       assert.deepStrictEqual(taken.body.files.map((f: any) => [f.filename, f.markdown_file]), [
-        ["b.html", undefined],
-        ["c.html", undefined]
+        ["b.html", null],
+        ["c.html", null]
       ], "auto_convert_documents: false of the edit")
       assert.strictEqual((await upload("a.html", "b.html", "c.html", "d.html")).status, 413)
     } finally {
