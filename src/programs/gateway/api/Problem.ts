@@ -119,6 +119,16 @@ export const problem = (status: number, detail: string, headers: Record<string, 
   })
 
 /**
+ * A problem whose `detail` is an object, for the refusals DeerFlow answers so (a write SkillScan blocked:
+ * `{message, skill_name, findings}`).
+ */
+export const problemWithDetail = (status: number, detail: Readonly<Record<string, unknown>>) =>
+  HttpServerResponse.unsafeJson({ ...problemBody(status, ""), detail }, {
+    status,
+    contentType: "application/problem+json"
+  })
+
+/**
  * Decoding issues as `where: what`, the first five, `;`-separated (`(body)` for the value itself); the place and the
  * message each cut at `MAX_ISSUE_CHARS`.
  */

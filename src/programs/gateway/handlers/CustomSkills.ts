@@ -10,13 +10,14 @@
  * `CustomSkills.MAX_FILE_BYTES`, front matter declaring this skill; refused with 400 naming the problem.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import * as CustomSkills from "../../CustomSkills.js"
 import * as Api from "../api/CustomSkills.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
-import { fail } from "../api/Problem.js"
+import { fail, type GatewayError, problemWithDetail } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import { skillObject } from "./Catalog.js"
@@ -49,6 +50,25 @@ const refused = (error: CustomSkills.CustomSkillError) => {
       )
   }
 }
+
+/**
+ * A write of skill `name` that passes through the store: one SkillScan blocked is DeerFlow's 400 whose `detail` is
+ * `{message, skill_name, findings}` (`_static_scan_http_detail`); any other refusal as `refused`.
+ */
+const written = <A, R>(
+  name: string,
+  write: Effect.Effect<A, CustomSkills.CustomSkillError, R>,
+  then: Effect.Effect<HttpServerResponse.HttpServerResponse, GatewayError>
+) =>
+  Effect.matchEffect(write, {
+    onFailure: (error) =>
+      error.findings === undefined
+        ? refused(error)
+        : Effect.succeed(
+          problemWithDetail(400, { message: error.message, skill_name: name, findings: error.findings })
+        ),
+    onSuccess: () => then
+  })
 
 /** The custom skill endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi, options: Options) =>
@@ -91,8 +111,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             yield* adminOnly
             const request = yield* Body.json(Api.CustomSkillUpdate)
             const name = nameOf(path.skill_name)
-            yield* Effect.catchAll((yield* store).edit(name, request.content, human, "human_edit"), refused)
-            return yield* content(name)
+            return yield* written(name, (yield* store).edit(name, request.content, human, "human_edit"), content(name))
           }))
         .handleRaw("deleteCustomSkill", ({ path }) =>
           Effect.gen(function*() {
@@ -120,7 +139,6 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             if (!s.exists(name) && !s.hasHistory(name)) {
               return yield* fail("not_found", `Custom skill '${name}' not found`)
             }
-            yield* Effect.catchAll(s.rollback(name, request.history_index, human), refused)
-            return yield* content(name)
+            return yield* written(name, s.rollback(name, request.history_index, human), content(name))
           }))
     }))
