@@ -41,6 +41,9 @@ export class SkillInstallError extends Schema.TaggedError<SkillInstallError>()("
   /** `missing_package`: jszip (an optional package) is not installed. */
   reason: Schema.Literal("invalid", "exists", "io", "missing_package"),
   message: Schema.String,
+  /** SkillScan's blocking findings and the skill's name, when they refused it (DeerFlow's `SkillSecurityScanError`). */
+  findings: Schema.optional(Schema.Array(Schema.Unknown)),
+  skill_name: Schema.optional(Schema.String),
   cause: Schema.optional(Schema.Defect)
 }) {}
 
@@ -285,8 +288,12 @@ export const install = (
           Fs.writeFileSync(file, data, { flag: "wx", mode: 0o644 })
         }
         // SkillScan's rules on the whole skill before it is in place (DeerFlow's static scan of an install)
-        const blocked = options.scan === false ? undefined : SkillScan.blockedMessage(name, SkillScan.scan(read))
-        if (blocked !== undefined) throw invalid(blocked)
+        const scanned = options.scan === false ? undefined : SkillScan.scan(read)
+        const blocked = scanned === undefined ? undefined : SkillScan.blockedMessage(name, scanned)
+        if (blocked !== undefined) {
+          const findings = scanned!.findings.filter((finding) => finding.severity === "CRITICAL")
+          throw new SkillInstallError({ reason: "invalid", message: blocked, findings, skill_name: name })
+        }
         Fs.renameSync(staging, target)
       },
       catch: (cause) =>

@@ -524,8 +524,12 @@ describe("skill install", () => {
       const response = await installAs(CAROL, "t-skills", file, await archive(entries))
       const problem = await bodyOf(response)
       assert.strictEqual(response.status, 400, `${file}: ${JSON.stringify(problem)}`)
-      assert.include(problem.detail, detail, file)
-      assert.notInclude(problem.detail, "a1B2", file)
+      // DeerFlow's detail object of a SkillScan block: {message, skill_name, findings}
+      assert.deepStrictEqual(Object.keys(problem.detail).sort(), ["findings", "message", "skill_name"], file)
+      assert.include(problem.detail.message, detail, file)
+      assert.strictEqual(problem.detail.skill_name, file.replace(/\.skill$/, "-skill"), file)
+      assert.isTrue(problem.detail.findings.some((f: any) => detail.includes(`${f.rule_id} (CRITICAL)`)), file)
+      assert.notInclude(JSON.stringify(problem), "a1B2", file)
     }
     assert.deepStrictEqual(Fs.readdirSync(custom).sort(), ["mac-notes", "web-notes"])
     // subprocess with a fixed list, a prompt-override example: warnings, installed

@@ -17,6 +17,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -37,7 +38,7 @@ import * as Redact from "../../../state/Redact.js"
 import * as SkillArchive from "../../SkillArchive.js"
 import * as ExtensionsApi from "../api/Extensions.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
-import { describeParseError, fail, GatewayError, notFound } from "../api/Problem.js"
+import { describeParseError, fail, GatewayError, notFound, problemWithDetail } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
@@ -337,7 +338,14 @@ export const layer = (api: DeerFlowApi, options: Options) =>
           ).pipe(Effect.catchAll((error) => {
             switch (error.reason) {
               case "invalid":
-                return Effect.fail(fail("bad_request", error.message))
+                // what SkillScan blocked: DeerFlow's detail object {message, skill_name, findings}
+                return error.findings === undefined
+                  ? Effect.fail(fail("bad_request", error.message))
+                  : Effect.succeed(problemWithDetail(400, {
+                    message: error.message,
+                    skill_name: error.skill_name ?? null,
+                    findings: error.findings
+                  }))
               case "exists":
                 return Effect.fail(fail("conflict", error.message))
               case "io":
@@ -353,6 +361,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
                 )
             }
           }))
+          if (HttpServerResponse.isServerResponse(installed)) return installed
           return json(ExtensionsApi.SkillInstalled, {
             success: true,
             skill_name: installed.name,
