@@ -71,6 +71,19 @@ describe("DeerFlow's uploads router: a folder in the way, and the fields of a fi
     assert.deepStrictEqual(listed.json().files.map((f: any) => f.filename), ["a.txt"])
   })
 
+  // a write that fails is the server's fault, told in its log: the answer names no path of the host
+  it("an upload whose write fails is a 500 that names no path of the server's disk", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads/broken/uploads", formOf({ "a.txt": "a" }))).status, 200)
+    const dir = uploadsDir("broken")
+    Fs.rmSync(dir, { recursive: true })
+    Fs.writeFileSync(dir, "not a folder")
+    const failed = await alice("POST", "/api/threads/broken/uploads", formOf({ "b.txt": "b" }))
+    assert.strictEqual(failed.status, 500, failed.text)
+    assert.include(failed.json().detail, "could not be written")
+    assert.notInclude(failed.text, gateway.home)
+    assert.notInclude(failed.text, "/users/")
+  })
+
   it("the upload's and the list's files have DeerFlow's fields, those without a value null", async () => {
     const uploaded = await alice("POST", "/api/threads/fields/uploads", formOf({ "data.csv": "a,b\n", "x.csv": "1" }))
     assert.strictEqual(uploaded.status, 200, uploaded.text)

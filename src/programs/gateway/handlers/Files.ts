@@ -296,7 +296,15 @@ export const layer = (api: DeerFlowApi) =>
               const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
                 Effect.provideService(AppConfigService, now),
                 // (too many or too large files are a 413, as DeerFlow answers them)
-                Effect.mapError((error) => fail(uploadRefusal(error.reason), error.message)),
+                // (a failed write is told in the server's log: its text names the host's paths)
+                Effect.catchAll((error) =>
+                  error.reason === "io"
+                    ? Effect.zipRight(
+                      Effect.logError(`uploads endpoint: ${error.message}`),
+                      Effect.fail(fail("internal", "The uploaded files could not be written (see the server's log)."))
+                    )
+                    : Effect.fail(fail(uploadRefusal(error.reason), error.message))
+                ),
                 Effect.tapError(() =>
                   Option.isSome(existing) ? Effect.void : Effect.ignore(
                     App.deleteThread(app.home, stored, userId).pipe(Effect.provideService(ThreadStore, store))
