@@ -91,7 +91,9 @@ export const make = (options: Options): Effect.Effect<Tool.Tool> =>
           }
           const run = yield* RunContext
           for (const id of [run.threadId, run.userId]) {
-            if (Either.isLeft(decodeId(id))) return `Error: ACP agents need a thread and user id that are safe path names`
+            if (Either.isLeft(decodeId(id))) {
+              return `Error: ACP agents need a thread and user id that are safe path names`
+            }
           }
           const workspace = acpWorkspacePath(home, run.userId, run.threadId)
           const made = yield* Effect.either(Effect.try(() => Fs.mkdirSync(workspace, { recursive: true })))

@@ -342,7 +342,9 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
           if (same) return { input: ids, warning }
           // (a substitute takes the run's thinking settings as its own configuration allows them)
           const substitute = warning === undefined ? undefined : app.config.models.find((m) => m.name === modelName)
-          const thinking = substitute === undefined ? {} : AgentAuthorization.thinkingFor(substitute, input.options ?? {})
+          const thinking = substitute === undefined
+            ? {}
+            : AgentAuthorization.thinkingFor(substitute, input.options ?? {})
           return { input: { ...ids, options: { ...input.options, modelName, ...thinking } }, warning }
         })
       // (the warning right after the run's `run_start`, as the factory sends its own)

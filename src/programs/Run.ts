@@ -336,7 +336,9 @@ const loop = (step: Step) =>
       const message = recordCallIds(M.uniqueToolCallIds(response.message, step.callIds), step.callIds)
       const extra = response.update
       const failed = step.holder.apply(
-        extra === undefined ? { messages: [message] } : extend(extra, { messages: [...(extra.messages ?? []), message] })
+        extra === undefined
+          ? { messages: [message] }
+          : extend(extra, { messages: [...(extra.messages ?? []), message] })
       )
       if (failed !== undefined) return yield* Effect.fail(failed)
       if (response.failure !== undefined) {

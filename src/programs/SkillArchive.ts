@@ -174,7 +174,11 @@ export const entriesOf = (bytes: Uint8Array) =>
       cause instanceof SkillInstallError
         ? cause
         : cause instanceof OptionalPackage.MissingPackageError
-        ? new SkillInstallError({ reason: "missing_package", message: `Cannot open the archive: ${cause.message}.`, cause })
+        ? new SkillInstallError({
+          reason: "missing_package",
+          message: `Cannot open the archive: ${cause.message}.`,
+          cause
+        })
         : new SkillInstallError({ reason: "invalid", message: "The file is not a ZIP archive.", cause })
   })
 

@@ -199,7 +199,8 @@ export const TokenUsageConfig = Schema.Struct({ enabled: withDefault(Schema.Bool
 export type TokenUsageConfig = typeof TokenUsageConfig.Type
 
 /** DeerFlow's default `title.prompt_template`. */
-export const DEFAULT_TITLE_PROMPT_TEMPLATE = "Generate a concise title (max {max_words} words) for this conversation.\n" +
+export const DEFAULT_TITLE_PROMPT_TEMPLATE =
+  "Generate a concise title (max {max_words} words) for this conversation.\n" +
   "User: {user_msg}\nAssistant: {assistant_msg}\n\nReturn ONLY the title, no quotes, no explanation."
 
 export const TitleConfig = Schema.Struct({
@@ -523,7 +524,10 @@ export class AppConfigService extends Context.Tag("antler/AppConfig")<
     readonly config: AppConfig
     /** The file it was read from, if any. */
     readonly source: string | undefined
-    /** The data directory (`ANTLER_HOME`, default `~/.antler`), absolute. Threads, sandboxes and the database live here. */
+    /**
+     * The data directory (`ANTLER_HOME`, default `~/.antler`), absolute. Threads, sandboxes and the database live
+     * here.
+     */
     readonly home: string
     /** Keys found in the file that Antler does not use (dotted paths). */
     readonly ignored: ReadonlyArray<string>

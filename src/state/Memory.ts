@@ -401,8 +401,11 @@ export const applyUpdate = (doc: Document, update: Update, options: ApplyOptions
  * What names an upload event (DeerMem's pattern): "uploaded a test file", "uploading document attachments", "file
  * upload", an uploads path or block. Narrow on purpose: "works with CSV files" or "prefers PDF export" stay.
  */
-const UPLOAD_EVENT =
-  /\b(?:upload(?:ed|ing)?(?:\s+\w+){0,3}\s+(?:file|files?|document|documents?|attachment|attachments?)|file\s+upload|\/mnt\/user-data\/uploads\/|<(?:uploaded_files|current_uploads)>)/i
+const UPLOAD_EVENT = new RegExp(
+  String.raw`\b(?:upload(?:ed|ing)?(?:\s+\w+){0,3}\s+(?:file|files?|document|documents?|attachment|attachments?)` +
+    String.raw`|file\s+upload|\/mnt\/user-data\/uploads\/|<(?:uploaded_files|current_uploads)>)`,
+  "i"
+)
 
 const isSentenceEnd = (c: string) => c === "." || c === "!" || c === "?"
 

@@ -162,7 +162,8 @@ export const reportAgentFailures = (
       case "ChainError":
         return fail(ExitCode.usage, `Configuration error: ${message()}`)
       case "ConfiguredMiddlewareError":
-        return fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${Render.safeText(message(), redact)}`)
+        const where = app.source ?? "config.yaml"
+        return fail(ExitCode.usage, `Configuration error:\n${where}: ${Render.safeText(message(), redact)}`)
       case "GuardrailConfigError":
       case "AuthorizationConfigError":
       case "SafetyDetectorConfigError":
@@ -277,7 +278,8 @@ const warnIgnored = (app: AppConfigService["Type"]) =>
     const more = count - named.length
     // (the keys are the file's: a quoted YAML key may hold any character)
     yield* Render.writeError(Render.safeText(
-      `warning: ${app.source}: ${count} key${count === 1 ? "" : "s"} not used by Antler (ignored): ${named.join(", ")}` +
+      `warning: ${app.source}: ${count} key${count === 1 ? "" : "s"} not used by Antler (ignored): ` +
+        named.join(", ") +
         (more > 0 ? `, and ${more} more (--log-level debug lists them)` : "") +
         ". Said once for this configuration.\n"
     ))

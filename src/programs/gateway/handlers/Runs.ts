@@ -192,7 +192,10 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
       const lookAgain = (threadId: string, runId: string) =>
         Effect.zipRight(
           Effect.sleep("1 second"),
-          Effect.map(Effect.orElseSucceed(runs.lookup(threadId, runId), () => undefined), (run) => ofThread(threadId, run))
+          Effect.map(
+            Effect.orElseSucceed(runs.lookup(threadId, runId), () => undefined),
+            (run) => ofThread(threadId, run)
+          )
         )
 
       /**
@@ -205,7 +208,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
         Effect.gen(function*() {
           let following = ofThread(threadId, run)
           for (;;) {
-            const record = following !== undefined ? yield* Deferred.await(following.done) : yield* ownedRun(threadId, runId)
+            const record = following !== undefined
+              ? yield* Deferred.await(following.done)
+              : yield* ownedRun(threadId, runId)
             if (!RunRecords.unfinished(record)) return record
             following = yield* lookAgain(threadId, runId)
           }
@@ -288,7 +293,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
               })
             case "wait": {
               // (a stateless run's thread goes with it: only its own end is awaited)
-              const record = yield* (threadId === undefined ? Deferred.await(run.done) : awaitEnd(run.threadId, run.runId, run))
+              const record = yield* (
+                threadId === undefined ? Deferred.await(run.done) : awaitEnd(run.threadId, run.runId, run)
+              )
                 .pipe(Effect.onInterrupt(() => disconnect ?? Effect.void))
               // a stateless run's thread is gone by now: its values are what its events left
               const values = threadId === undefined
