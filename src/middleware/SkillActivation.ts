@@ -42,6 +42,7 @@ import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
 import { headChars } from "../state/Chars.js"
 import { originalUserContent } from "./InputSanitization.js"
+import { ToolError } from "../services/ToolService.js"
 
 /** `additional_kwargs` key marking the activation message. */
 export const ACTIVATION_KEY = "slash_skill_activation"
@@ -57,6 +58,31 @@ export const MAX_SKILL_CHARS = 60_000
 
 // Attribute escaping everywhere (quotes too), so the activation reads the same in content and attributes.
 const escapeXml = escapeAttribute
+
+/**
+ * A tool's failure with `texts` masked in what is written of it (ToolErrorHandling puts a `ToolError`'s message, or a
+ * defect's, into the result the model reads, its detail cut at 500 characters: a value whole, or its beginning where
+ * the cut falls); the same failure when nothing changed. A masked `ToolError` loses its `cause`, which may repeat it.
+ */
+const maskFailure = (failure: unknown, texts: ReadonlyArray<string>): unknown => {
+  if (texts.length === 0) return failure
+  const hide = SkillSecrets.mask(texts)
+  if (failure instanceof ToolError) {
+    const message = hide(failure.message)
+    return message === failure.message ? failure : new ToolError({
+      tool: failure.tool,
+      toolCallId: failure.toolCallId,
+      errorType: failure.errorType,
+      message
+    })
+  }
+  if (failure instanceof Error) {
+    const message = hide(failure.message)
+    return message === failure.message ? failure : Object.assign(new Error(message), { name: failure.name })
+  }
+  if (typeof failure === "string") return hide(failure)
+  return failure
+}
 
 /** A real user message: human, not hidden, not a summary. */
 const isRealUser = (message: Message): boolean =>
@@ -296,9 +322,9 @@ export const layer = (options: Options): Middleware => {
             // (a failure's text too: ToolErrorHandling, outside, writes it into the result the model reads)
             return Effect.map(ran, (result) => SkillSecrets.maskValue(result, masked)).pipe(
               Effect.mapError((error) =>
-                error._tag === "ToolError" ? SkillSecrets.maskFailure(error, masked) as typeof error : error
+                error._tag === "ToolError" ? maskFailure(error, masked) as typeof error : error
               ),
-              Effect.catchAllDefect((defect) => Effect.die(SkillSecrets.maskFailure(defect, masked)))
+              Effect.catchAllDefect((defect) => Effect.die(maskFailure(defect, masked)))
             )
           }
         })

@@ -13,7 +13,6 @@ import * as Json from "../state/Json.js"
 import type { Redactor } from "../state/Redact.js"
 import { also, echoForms, encodedForms, MARKER, MIN_SECRET_LENGTH } from "../state/Redact.js"
 import { UNSAFE_ENV_NAME } from "./Sandbox.js"
-import { ToolError } from "./ToolService.js"
 import type { Catalog, SecretRequirement, Skill } from "./Skills.js"
 import { normalisePath } from "./Skills.js"
 
@@ -319,28 +318,3 @@ export const mask = (texts: ReadonlyArray<string>) => (text: string): string => 
 /** Every string inside a JSON-like value (a tool's result) masked; the same value when nothing changed. */
 export const maskValue = <A>(value: A, texts: ReadonlyArray<string>): A =>
   texts.length === 0 ? value : Json.mapStrings(value, mask(texts))
-
-/**
- * A tool's failure with `texts` masked in what is written of it (ToolErrorHandling puts a `ToolError`'s message, or a
- * defect's, into the result the model reads, its detail cut at 500 characters: a value whole, or its beginning where
- * the cut falls); the same failure when nothing changed. A masked `ToolError` loses its `cause`, which may repeat it.
- */
-export const maskFailure = (failure: unknown, texts: ReadonlyArray<string>): unknown => {
-  if (texts.length === 0) return failure
-  const hide = mask(texts)
-  if (failure instanceof ToolError) {
-    const message = hide(failure.message)
-    return message === failure.message ? failure : new ToolError({
-      tool: failure.tool,
-      toolCallId: failure.toolCallId,
-      errorType: failure.errorType,
-      message
-    })
-  }
-  if (failure instanceof Error) {
-    const message = hide(failure.message)
-    return message === failure.message ? failure : Object.assign(new Error(message), { name: failure.name })
-  }
-  if (typeof failure === "string") return hide(failure)
-  return failure
-}
