@@ -1,8 +1,10 @@
 /**
  * What the tests of a gateway run stopped when it no longer owns its thread (its lease taken, or its life run out)
- * look at: whether its command still runs, and whether every tool call of a history has its result.
+ * look at: whether its command still runs, and whether every tool call of a history has its result; and the model
+ * they script.
  */
 import * as Fs from "node:fs"
+import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
 
 /** Whether a process of this host runs `command` (its command line holds it). */
 export const running = (command: string): boolean =>
@@ -18,4 +20,38 @@ export const running = (command: string): boolean =>
 export const paired = (messages: ReadonlyArray<any>): boolean => {
   const answered = new Set(messages.filter((m) => m.type === "tool").map((m) => m.tool_call_id))
   return messages.flatMap((m) => (m.type === "ai" ? m.tool_calls ?? [] : [])).every((c: any) => answered.has(c.id))
+}
+
+const WORKSPACE = "/mnt/user-data/workspace"
+
+/**
+ * The model of a run labelled `labelOf(body)`: step 1, a command that says it started, sleeps (`sleepOf(label)`,
+ * unique to its run, found among the processes while it runs), then writes `after.txt`; step 2, a second command,
+ * writing `second.txt`; then `<label> done`. A request with no label is answered `Next answer.`.
+ */
+export const twoCommands = (labelOf: (body: ChatRequestBody) => string, sleepOf: (label: string) => string) =>
+(body: ChatRequestBody): Turn => {
+  const label = labelOf(body)
+  if (label === "") return "Next answer."
+  const tools = body.messages.filter((m) => m.role === "tool").length
+  if (tools === 0) {
+    return {
+      toolCalls: [{
+        name: "bash",
+        arguments: {
+          description: `step one of ${label}`,
+          command: `echo started > ${WORKSPACE}/started.txt; ${sleepOf(label)}; echo after > ${WORKSPACE}/after.txt`
+        }
+      }]
+    }
+  }
+  if (tools === 1) {
+    return {
+      toolCalls: [{
+        name: "bash",
+        arguments: { description: `step two of ${label}`, command: `echo second > ${WORKSPACE}/second.txt` }
+      }]
+    }
+  }
+  return `${label} done`
 }

@@ -19,19 +19,18 @@ import * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as RunLease from "../../../src/programs/gateway/RunLease.js"
 import * as Run from "../../../src/programs/Run.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import { gate } from "../../support/gate.js"
-import { paired, running } from "../../support/leaseRuns.js"
+import { paired, running, twoCommands } from "../../support/leaseRuns.js"
 import { captureLogs } from "../../support/logs.js"
 import { until } from "../../support/poll.js"
 import { as } from "../../support/requests.js"
 import type { SseEvent, TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const WORKSPACE = "/mnt/user-data/workspace"
 /** The lease's life in this test: renewed every 1.3 s, fenced 4 s after its last renewal that succeeded. */
 const TTL_MS = 4_000
 
@@ -48,35 +47,7 @@ const sleepOf = (label: string) =>
       .indexOf(label) + 11
   }`
 
-/**
- * Step 1: a command that says it started, sleeps, then writes `after.txt`; step 2: a second command, writing
- * `second.txt`; then an answer.
- */
-const script = (body: ChatRequestBody): Turn => {
-  const label = labelOf(body)
-  if (label === "") return "Next answer."
-  const tools = body.messages.filter((m) => m.role === "tool").length
-  if (tools === 0) {
-    return {
-      toolCalls: [{
-        name: "bash",
-        arguments: {
-          description: `step one of ${label}`,
-          command: `echo started > ${WORKSPACE}/started.txt; ${sleepOf(label)}; echo after > ${WORKSPACE}/after.txt`
-        }
-      }]
-    }
-  }
-  if (tools === 1) {
-    return {
-      toolCalls: [{
-        name: "bash",
-        arguments: { description: `step two of ${label}`, command: `echo second > ${WORKSPACE}/second.txt` }
-      }]
-    }
-  }
-  return `${label} done`
-}
+const script = twoCommands(labelOf, sleepOf)
 
 describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals the %s store leaves unanswered", (kind) => {
   /** The threads (as stored) whose lease the store does not answer for, until their gate opens. */

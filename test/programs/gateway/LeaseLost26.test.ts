@@ -16,17 +16,16 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Run from "../../../src/programs/Run.js"
 import type { LeaseHolder } from "../../../src/services/ThreadStore.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
-import { paired, running } from "../../support/leaseRuns.js"
+import { paired, running, twoCommands } from "../../support/leaseRuns.js"
 import { until } from "../../support/poll.js"
 import { as } from "../../support/requests.js"
 import type { SseEvent, TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const WORKSPACE = "/mnt/user-data/workspace"
 
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {
@@ -37,35 +36,7 @@ const labelOf = (body: ChatRequestBody): string => {
 /** A command's sleep, unique to its run, found among the processes while it runs. */
 const sleepOf = (label: string) => (label === "lost-same" ? "sleep 25.71" : "sleep 25.73")
 
-/**
- * Step 1: a command that says it started, sleeps, then writes `after.txt`; step 2: a second command, writing
- * `second.txt`; then an answer.
- */
-const script = (body: ChatRequestBody): Turn => {
-  const label = labelOf(body)
-  if (label === "") return "Next answer."
-  const tools = body.messages.filter((m) => m.role === "tool").length
-  if (tools === 0) {
-    return {
-      toolCalls: [{
-        name: "bash",
-        arguments: {
-          description: `step one of ${label}`,
-          command: `echo started > ${WORKSPACE}/started.txt; ${sleepOf(label)}; echo after > ${WORKSPACE}/after.txt`
-        }
-      }]
-    }
-  }
-  if (tools === 1) {
-    return {
-      toolCalls: [{
-        name: "bash",
-        arguments: { description: `step two of ${label}`, command: `echo second > ${WORKSPACE}/second.txt` }
-      }]
-    }
-  }
-  return `${label} done`
-}
+const script = twoCommands(labelOf, sleepOf)
 
 /** Runs whose lease renewals find their lease held by their own run id under another process (a resumption). */
 const resumedElsewhere = new Map<string, LeaseHolder>()
