@@ -483,24 +483,28 @@ describe("GroundRoute (deerflow.community.groundroute.tools)", () => {
 describe("every keyed provider", () => {
   const USES = ["serper", "brave", "exa", "firecrawl", "fastcrw", "infoquest", "groundroute"]
 
+  /** A server answering every provider's search with one result, `echo`, in that provider's shape. */
+  const echoingProviders = (echo: { readonly title: string; readonly url: string; readonly snippet: string }) =>
+    HttpServer.start((request, res) => {
+      const path = new URL(request.url, "http://x").pathname
+      const body = path === "/search"
+        ? ("query" in JSON.parse(request.body)
+          ? { results: [{ ...echo, highlights: [echo.snippet] }] }
+          : { organic: [{ title: echo.title, link: echo.url, snippet: echo.snippet }] })
+        : path === "/res/v1/web/search"
+        ? { web: { results: [{ ...echo, description: echo.snippet }] } }
+        : path.endsWith("/v2/search")
+        ? { success: true, data: { web: [{ ...echo, description: echo.snippet }] } }
+        : path === "/v1/search"
+        ? { results: [echo] }
+        : { search_result: { results: [{ content: { results: { organic: [{ ...echo, desc: echo.snippet }] } } }] } }
+      HttpServer.reply(res, 200, JSON.stringify(body), "application/json")
+    })
+
   it.scopedLive("a provider that repeats the key back: the model reads [redacted], never the key", () =>
     Effect.gen(function*() {
       const echo = { title: `title ${KEY}`, url: `https://e.example/?k=${KEY}`, snippet: `said ${KEY}` }
-      const server = yield* HttpServer.start((request, res) => {
-        const path = new URL(request.url, "http://x").pathname
-        const body = path === "/search"
-          ? ("query" in JSON.parse(request.body)
-            ? { results: [{ ...echo, highlights: [echo.snippet] }] }
-            : { organic: [{ title: echo.title, link: echo.url, snippet: echo.snippet }] })
-          : path === "/res/v1/web/search"
-          ? { web: { results: [{ ...echo, description: echo.snippet }] } }
-          : path.endsWith("/v2/search")
-          ? { success: true, data: { web: [{ ...echo, description: echo.snippet }] } }
-          : path === "/v1/search"
-          ? { results: [echo] }
-          : { search_result: { results: [{ content: { results: { organic: [{ ...echo, desc: echo.snippet }] } } }] } }
-        HttpServer.reply(res, 200, JSON.stringify(body), "application/json")
-      })
+      const server = yield* echoingProviders(echo)
       for (const use of USES) {
         const tool = yield* search(`deerflow.community.${use}.tools:web_search_tool`, server.url)
         const result = yield* call(tool, { query: "q" })
@@ -515,21 +519,7 @@ describe("every keyed provider", () => {
     Effect.gen(function*() {
       const at = (max: number) => `${"t".repeat(max - 1 - 12)}${KEY} more`
       const echo = { title: at(300), url: "https://e.example/", snippet: at(1000) }
-      const server = yield* HttpServer.start((request, res) => {
-        const path = new URL(request.url, "http://x").pathname
-        const body = path === "/search"
-          ? ("query" in JSON.parse(request.body)
-            ? { results: [{ ...echo, highlights: [echo.snippet] }] }
-            : { organic: [{ title: echo.title, link: echo.url, snippet: echo.snippet }] })
-          : path === "/res/v1/web/search"
-          ? { web: { results: [{ ...echo, description: echo.snippet }] } }
-          : path.endsWith("/v2/search")
-          ? { success: true, data: { web: [{ ...echo, description: echo.snippet }] } }
-          : path === "/v1/search"
-          ? { results: [echo] }
-          : { search_result: { results: [{ content: { results: { organic: [{ ...echo, desc: echo.snippet }] } } }] } }
-        HttpServer.reply(res, 200, JSON.stringify(body), "application/json")
-      })
+      const server = yield* echoingProviders(echo)
       for (const use of USES) {
         const tool = yield* search(`deerflow.community.${use}.tools:web_search_tool`, server.url)
         const result = yield* call(tool, { query: "q" })
