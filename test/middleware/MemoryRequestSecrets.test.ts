@@ -17,6 +17,17 @@ import { recording } from "../support/memoryRecording.js"
 
 const VALUE = "sk-erp-memory-51d0-DO-NOT-LEAK"
 
+/** A compaction of thread t1 (user u1, model main) that summarises `summarized`. */
+const compaction = (summarized: ReadonlyArray<M.Message>) => ({
+  summarized,
+  preserved: [],
+  threadId: "t1",
+  userId: "u1",
+  agentName: undefined,
+  modelName: "main",
+  manual: false
+})
+
 describe("Memory middleware and a run's request secrets", () => {
   it.effect("the queued conversation has the values masked; a run without secrets is queued as it is", () =>
     Effect.gen(function*() {
@@ -45,15 +56,7 @@ describe("Memory middleware and a run's request secrets", () => {
   it.effect("what a run's compaction hands memory before it summarises has the values masked too", () =>
     Effect.gen(function*() {
       const memory = recording()
-      const event = {
-        summarized: [M.human("What is my token?"), M.ai(`Your token is ${VALUE}.`)],
-        preserved: [],
-        threadId: "t1",
-        userId: "u1",
-        agentName: undefined,
-        modelName: "main",
-        manual: false
-      }
+      const event = compaction([M.human("What is my token?"), M.ai(`Your token is ${VALUE}.`)])
       const hook = MemoryMW.beforeCompaction({ memory: memory.service })
       const context = runContext()
       yield* hook(event).pipe(Effect.provideService(RunContext, {
@@ -78,16 +81,9 @@ describe("Memory middleware and a run's request secrets", () => {
         Logger.defaultLogger,
         Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
       )
-      const event = {
-        summarized: [M.human("hi")],
-        preserved: [],
-        threadId: "t1",
-        userId: "u1",
-        agentName: undefined,
-        modelName: "main",
-        manual: false
-      }
-      yield* Hooks.run([MemoryMW.beforeCompaction({ memory: broken })], event).pipe(Effect.provide(capture))
+      yield* Hooks.run([MemoryMW.beforeCompaction({ memory: broken })], compaction([M.human("hi")])).pipe(
+        Effect.provide(capture)
+      )
       assert.deepStrictEqual(logged, ["before_summarization hook memory_flush_hook failed"])
     }))
 })
