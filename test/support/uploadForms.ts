@@ -1,6 +1,6 @@
 /**
- * Uploads in tests of the quotas on files: a form of one file of a given size, and the bytes the files under a folder
- * hold.
+ * Uploads in tests: a form of one file of a given size, a form of text files, and the bytes the files under a
+ * folder hold.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -9,6 +9,13 @@ import * as Path from "node:path"
 export const formOf = (name: string, size: number): FormData => {
   const form = new FormData()
   form.append("files", new Blob(["x".repeat(size)]), name)
+  return form
+}
+
+/** A form of text files (`text/plain`), each `[name, text]` in order (a name may come twice). */
+export const textForm = (files: ReadonlyArray<readonly [string, string]>): FormData => {
+  const form = new FormData()
+  for (const [name, text] of files) form.append("files", new Blob([text], { type: "text/plain" }), name)
   return form
 }
 

@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import { threadPaths } from "../../../src/services/Sandbox.js"
+import { textForm } from "../../support/uploadForms.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -119,15 +120,12 @@ describe("uploads limits and artifact edits", () => {
   // DeerFlow's test_uploads_router: a name given twice in one form is renamed (`data_1.txt`, with its
   // original_filename), too many or too large files are a 413, and deleting a document deletes its conversion
   it("answers an upload, its refusals and a deletion as DeerFlow's uploads router does", async () => {
-    const send = (files: ReadonlyArray<[string, string]>) => {
-      const form = new FormData()
-      for (const [name, text] of files) form.append("files", new Blob([text], { type: "text/plain" }), name)
-      return fetch(`${gateway.url}/api/threads/work/uploads`, {
+    const send = (files: ReadonlyArray<[string, string]>) =>
+      fetch(`${gateway.url}/api/threads/work/uploads`, {
         method: "POST",
         headers: { authorization: `Bearer ${ALICE}` },
-        body: form
+        body: textForm(files)
       })
-    }
     const uploaded = await send([["data.txt", "first"], ["data.txt", "second"]])
     assert.strictEqual(uploaded.status, 200)
     const body = await uploaded.json() as {

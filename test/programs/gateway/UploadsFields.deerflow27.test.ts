@@ -11,6 +11,7 @@ import * as Path from "node:path"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import { threadPaths } from "../../../src/services/Sandbox.js"
 import * as Requests from "../../support/requests.js"
+import { textForm } from "../../support/uploadForms.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -27,13 +28,10 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
-const uploadsDir = (thread: string) => threadPaths(gateway.home, "alice", `${thread}${ThreadIds.tagOf("alice")}`).uploads
+const uploadsDir = (thread: string) =>
+  threadPaths(gateway.home, "alice", `${thread}${ThreadIds.tagOf("alice")}`).uploads
 
-const formOf = (files: Record<string, string>) => {
-  const form = new FormData()
-  for (const [name, text] of Object.entries(files)) form.append("files", new Blob([text], { type: "text/plain" }), name)
-  return form
-}
+const formOf = (files: Record<string, string>) => textForm(Object.entries(files))
 
 /** DeerFlow's `UploadedFileInfo` fields (backend/app/gateway/routers/uploads.py). */
 const FIELDS = [

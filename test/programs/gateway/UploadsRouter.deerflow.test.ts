@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import { threadPaths } from "../../../src/services/Sandbox.js"
 import * as Requests from "../../support/requests.js"
+import { textForm } from "../../support/uploadForms.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -32,11 +33,7 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
-const upload = (files: ReadonlyArray<[string, string]>) => {
-  const form = new FormData()
-  for (const [name, text] of files) form.append("files", new Blob([text], { type: "text/plain" }), name)
-  return alice("POST", "/api/threads/files/uploads", form)
-}
+const upload = (files: ReadonlyArray<[string, string]>) => alice("POST", "/api/threads/files/uploads", textForm(files))
 
 const uploadsDir = () => threadPaths(gateway.home, "alice", `files${ThreadIds.tagOf("alice")}`).uploads
 
