@@ -24,7 +24,8 @@ import * as RunLease from "../../../src/programs/gateway/RunLease.js"
 import * as Run from "../../../src/programs/Run.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import { gate } from "../../support/gate.js"
-import { paired, running, twoCommands } from "../../support/leaseRuns.js"
+import type { Started } from "../../support/leaseRuns.js"
+import { paired, running, startRun as leaseRun, twoCommands } from "../../support/leaseRuns.js"
 import { captureLogs } from "../../support/logs.js"
 import { until } from "../../support/poll.js"
 import { as } from "../../support/requests.js"
@@ -96,36 +97,7 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     return gateway?.stop()
   })
 
-  interface Started {
-    readonly thread: string
-    readonly stored: string
-    readonly workspace: string
-    readonly runId: string
-    readonly stream: Promise<ReadonlyArray<SseEvent>>
-  }
-
-  /** A streamed run of `label` on a new thread, once its command started. */
-  const startRun = async (label: string): Promise<Started> => {
-    const thread = (await api("POST", "/threads", {})).json().thread_id as string
-    const response = await fetch(`${gateway.url}/threads/${thread}/runs/stream`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        assistant_id: "lead_agent",
-        input: { messages: [{ type: "human", content: `Please do ${label}` }] },
-        stream_mode: ["values", "updates"]
-      })
-    })
-    let runId = ""
-    const stream = Support.readSse(response, (event) => {
-      if (event.event === "metadata") runId = (event.data as { run_id: string }).run_id
-      return false
-    }).then(({ events }) => events)
-    const workspace = Path.join(gateway.home, "users/default/threads", thread, "user-data/workspace")
-    await until(() => Fs.existsSync(Path.join(workspace, "started.txt")) && running(sleepOf(label)), `${label} started`)
-    await until(() => runId !== "" && threadOf.has(runId), `${label}'s run id and lease`)
-    return { thread, stored: threadOf.get(runId)!, workspace, runId, stream }
-  }
+  const startRun = (label: string) => leaseRun(gateway, label, sleepOf, threadOf)
 
   /** The model calls made for `label` so far. */
   const callsOf = (label: string) => gateway.scripted.requests.filter((body) => labelOf(body) === label).length
@@ -166,7 +138,7 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     await until(() => !running(sleepOf(label)), "the command killed by the fence", 400)
     stalled.delete(run.stored)
     hold.release()
-    const events = await run.stream
+    const { events } = await run.stream
     await stoppedAtOnce(run, label, calls)
     lostError(events, run.runId)
 
@@ -196,7 +168,7 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     const calls = callsOf(label)
     const before = (await api("GET", `/threads/${run.thread}/state`)).json()
     stalled.set(run.stored, gate())
-    const events = await run.stream
+    const { events } = await run.stream
     await stoppedAtOnce(run, label, calls)
     lostError(events, run.runId)
     // its record, its events' end and the thread as the store keeps them (the store writes; only leases stall)
@@ -228,7 +200,7 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     appending.delete(run.stored)
     checkpoint.release()
     renewals.release()
-    const events = await run.stream
+    const { events } = await run.stream
     assert.isFalse(events.some((e) => e.event === "error"), JSON.stringify(events.filter((e) => e.event === "error")))
     assert.deepStrictEqual(events.slice(-2).map((e) => e.event), ["values", "end"], "as a stop's stream ends")
     const record = (await api("GET", `/threads/${run.thread}/runs/${run.runId}`)).json()

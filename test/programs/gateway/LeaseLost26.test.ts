@@ -20,10 +20,10 @@ import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Run from "../../../src/programs/Run.js"
 import type { LeaseHolder } from "../../../src/services/ThreadStore.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
-import { paired, running, twoCommands } from "../../support/leaseRuns.js"
+import { paired, running, startRun as leaseRun, twoCommands } from "../../support/leaseRuns.js"
 import { until } from "../../support/poll.js"
 import { as } from "../../support/requests.js"
-import type { SseEvent, TestGateway } from "./support.js"
+import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 
@@ -68,35 +68,8 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
-interface Started {
-  readonly thread: string
-  readonly workspace: string
-  readonly runId: string
-  readonly stream: Promise<{ readonly events: ReadonlyArray<SseEvent>; readonly endedAt: number }>
-}
-
 /** A streamed run of `label` on a new thread, once its command started. */
-const startRun = async (label: string): Promise<Started> => {
-  const thread = (await api("POST", "/threads", {})).json().thread_id as string
-  const response = await fetch(`${gateway.url}/threads/${thread}/runs/stream`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      assistant_id: "lead_agent",
-      input: { messages: [{ type: "human", content: `Please do ${label}` }] },
-      stream_mode: ["values", "updates"]
-    })
-  })
-  let runId = ""
-  const stream = Support.readSse(response, (event) => {
-    if (event.event === "metadata") runId = (event.data as { run_id: string }).run_id
-    return false
-  }).then(({ events }) => ({ events, endedAt: Date.now() }))
-  const workspace = Path.join(gateway.home, "users/default/threads", thread, "user-data/workspace")
-  await until(() => Fs.existsSync(Path.join(workspace, "started.txt")) && running(sleepOf(label)), `${label} started`)
-  await until(() => runId !== "" && threadOf.has(runId), `${label}'s run id and lease`)
-  return { thread, workspace, runId, stream }
-}
+const startRun = (label: string) => leaseRun(gateway, label, sleepOf, threadOf)
 
 /** The model calls made for `label` so far. */
 const callsOf = (label: string) => gateway.scripted.requests.filter((body) => labelOf(body) === label).length
