@@ -52,6 +52,7 @@ import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
 import * as PartialAnswer from "./PartialAnswer.js"
 import * as RunStateHolder from "./RunStateHolder.js"
+import { busyMessage, LEASE_TTL_MS, lostMessage, takeLease } from "./ThreadLease.js"
 
 /** What to run. */
 export interface RunInput {
@@ -84,41 +85,13 @@ export type Agent<E = never, R = never> = Context.Context<Ports> | Layer.Layer<P
 /** Default options of a run. */
 export const defaultOptions: RunOptions = { recursionLimit: 100, toolConcurrency: 8 }
 
-/** How long a run's lease on its thread lasts unless renewed (it is renewed every third of that). */
-export const LEASE_TTL_MS = 30_000
-
-/**
- * Takes, or renews, run `runId`'s lease on `threadId` for `ttlMs` (`LEASE_TTL_MS`): `undefined`, or who holds it
- * instead.
- */
-export const takeLease = (store: ThreadStore["Type"], threadId: string, runId: string, ttlMs = LEASE_TTL_MS) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => store.acquireLease({ threadId, runId, ttlMs, now }))
+// (a run's lease on its thread: its life, its taking, what a run is told busy, lost or lapsed)
+export { busyMessage, LAPSED_REASON, LEASE_TTL_MS, lostMessage, takeLease } from "./ThreadLease.js"
 
 /** The content of the synthetic result written for a tool call that started and never returned. */
 export const INTERRUPTED_TOOL_RESULT =
   "[Tool call was interrupted before it returned a result (the run was cancelled or its process stopped). " +
   "It may have partly run: check its effects before repeating it.]"
-
-/** A run refused because another run of the thread is active. */
-export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
-  `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
-  `wait for it to end or stop it, then try again.`
-
-/**
- * A run stopped because another took its thread's lease (`lost`): not `busyMessage`, which asks the user to wait for
- * a run to end, since this run was already going when this process, stalled past the lease's life, lost the thread.
- */
-export const lostMessage = (runId: string, lost: Lost): string =>
-  lost === LAPSED
-    ? `Run ${runId} was stopped: ${LAPSED_REASON} Its process had no answer from the store renewing the ` +
-      `thread's lease within the lease's life (${LEASE_TTL_MS / 1000} s), so another process may have taken the ` +
-      `thread. What the run did after its last saved step is not kept.`
-    : `Run ${runId} was stopped: its thread was taken by run ${lost.run_id} (process ${lost.owner}) after this ` +
-      `process had not renewed the thread's lease for longer than its life (${LEASE_TTL_MS / 1000} s). What the ` +
-      `run did after its last saved step is not kept.`
-
-/** What a run whose lease could not be confirmed is stopped with: DeerFlow's worker's words when it fences its run. */
-export const LAPSED_REASON = "Lease ownership could not be confirmed before the last confirmed lease expired."
 
 /** Tool calls of the last AI message that have no result after it. */
 export const danglingCalls = (messages: ReadonlyArray<Message>): ReadonlyArray<ToolCall> => {

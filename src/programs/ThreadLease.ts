@@ -1,0 +1,40 @@
+/**
+ * A run's lease on its thread (one active run a thread, across processes): how long it lasts unless renewed, its
+ * taking or renewal, and what a run is told when its thread is busy, or when it lost the lease or let it lapse.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type { Lost } from "../services/RunSettlement.js"
+import { LAPSED } from "../services/RunSettlement.js"
+import type { LeaseHolder, ThreadStore } from "../services/ThreadStore.js"
+
+/** How long a run's lease on its thread lasts unless renewed (it is renewed every third of that). */
+export const LEASE_TTL_MS = 30_000
+
+/**
+ * Takes, or renews, run `runId`'s lease on `threadId` for `ttlMs` (`LEASE_TTL_MS`): `undefined`, or who holds it
+ * instead.
+ */
+export const takeLease = (store: ThreadStore["Type"], threadId: string, runId: string, ttlMs = LEASE_TTL_MS) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => store.acquireLease({ threadId, runId, ttlMs, now }))
+
+/** A run refused because another run of the thread is active. */
+export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
+  `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
+  `wait for it to end or stop it, then try again.`
+
+/**
+ * A run stopped because another took its thread's lease (`lost`): not `busyMessage`, which asks the user to wait for
+ * a run to end, since this run was already going when this process, stalled past the lease's life, lost the thread.
+ */
+export const lostMessage = (runId: string, lost: Lost): string =>
+  lost === LAPSED
+    ? `Run ${runId} was stopped: ${LAPSED_REASON} Its process had no answer from the store renewing the ` +
+      `thread's lease within the lease's life (${LEASE_TTL_MS / 1000} s), so another process may have taken the ` +
+      `thread. What the run did after its last saved step is not kept.`
+    : `Run ${runId} was stopped: its thread was taken by run ${lost.run_id} (process ${lost.owner}) after this ` +
+      `process had not renewed the thread's lease for longer than its life (${LEASE_TTL_MS / 1000} s). What the ` +
+      `run did after its last saved step is not kept.`
+
+/** What a run whose lease could not be confirmed is stopped with: DeerFlow's worker's words when it fences its run. */
+export const LAPSED_REASON = "Lease ownership could not be confirmed before the last confirmed lease expired."
