@@ -5,25 +5,10 @@
  * (`requested_event_id: null`, the app's "initial stream").
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Readable } from "node:stream"
 import * as Protocol from "../../../src/programs/gateway/Protocol.js"
 import * as RunBuffer from "../../../src/programs/gateway/RunBuffer.js"
 import * as RunStream from "../../../src/programs/gateway/RunStream.js"
-
-/** Reads `stream` to its end, or until `done` holds of what came so far; returns the text. */
-const readUntil = (stream: Readable, done: (text: string) => boolean = () => false) =>
-  new Promise<string>((resolve, reject) => {
-    let text = ""
-    const onData = (piece: string) => {
-      text += piece
-      if (done(text)) {
-        stream.off("data", onData)
-        stream.pause()
-        resolve(text)
-      }
-    }
-    stream.setEncoding("utf8").on("data", onData).once("end", () => resolve(text)).once("error", reject).resume()
-  })
+import { readUntil } from "../../support/readStream.js"
 
 /** The SSE events of `text` (heartbeats left out), each with its fields as sent. */
 const events = (text: string) =>

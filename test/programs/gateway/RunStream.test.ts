@@ -11,29 +11,14 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import type { Readable } from "node:stream"
 import * as Projection from "../../../src/programs/gateway/Projection.js"
 import * as Protocol from "../../../src/programs/gateway/Protocol.js"
 import * as RunBuffer from "../../../src/programs/gateway/RunBuffer.js"
 import * as RunStream from "../../../src/programs/gateway/RunStream.js"
 import * as TS from "../../../src/state/ThreadState.js"
+import { readUntil } from "../../support/readStream.js"
 
 const buffer = () => RunBuffer.make("run-1", { bufferSize: 100, bufferBytes: 1_000_000 }, JSON.stringify)
-
-/** Reads `stream` until `done` holds of what came so far (or it ends); returns the text. */
-const readUntil = (stream: Readable, done: (text: string) => boolean) =>
-  new Promise<string>((resolve, reject) => {
-    let text = ""
-    const onData = (piece: string) => {
-      text += piece
-      if (done(text)) {
-        stream.off("data", onData)
-        stream.pause()
-        resolve(text)
-      }
-    }
-    stream.setEncoding("utf8").on("data", onData).once("end", () => resolve(text)).once("error", reject).resume()
-  })
 
 const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
 
