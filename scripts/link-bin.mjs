@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /**
- * Links `antler` into the clone's own node_modules/.bin (run by `prepare`, after `npm ci` or `npm install` in a
- * clone). Without it, `npx antler` in a clone does not find the command locally: npm then installs the clone
- * into its own cache as a package, building it once more (tsc and the bundle: half a minute or more), and the
- * hints the CLI prints name an `antler` only npx has on its PATH. With it, `npx antler` starts the clone's own
- * build at once. Nothing is done where there is no node_modules (an installed package gets its bin from npm).
+ * Links `antler` into the clone's own node_modules/.bin (run last by `prepare`, scripts/prepare.mjs, after
+ * `npm ci` or `npm install` in a clone), so that the clone's command is at a known place beside its packages
+ * (`node_modules/.bin/antler`, what npm scripts find on their PATH). `npx antler` in the clone does not use it:
+ * npm's exec runs a package's own bin by installing the package into its cache first, as a link to the clone,
+ * which runs `prepare` once more (scripts/prepare.mjs then finds dist/ built from the same sources and does not
+ * build again). Nothing is done where there is no node_modules (an installed package gets its bin from npm).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"

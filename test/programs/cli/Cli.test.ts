@@ -471,8 +471,9 @@ describe("the command the hints name", () => {
       assert.include(help.stdout, `Usage\n  ${printed} run [options] <prompt>...`)
     }), SLOW)
 
-  it("after npm ci, npx antler in the clone finds the clone's own antler (no install into npx's cache)", () => {
-    // prepare links it; without the link npx installed and built the clone again, for half a minute or more
+  it("after npm ci, the clone's antler is linked into its own node_modules/.bin", () => {
+    // prepare links it (scripts/link-bin.mjs); npx antler in the clone still installs the clone into npx's cache,
+    // whose prepare does not build again (test/programs/Prepare.test.ts)
     assert.strictEqual(
       Fs.realpathSync(Path.join(ROOT, "node_modules/.bin/antler")),
       Fs.realpathSync(Path.join(ROOT, "bin/antler.js"))
