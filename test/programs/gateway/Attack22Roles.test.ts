@@ -8,9 +8,11 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
+import * as MinuteClock from "../../support/minuteClock.js"
 import { toolNames } from "../../support/modelRequests.js"
 import { eventually } from "../../support/poll.js"
 import * as OwnerRole from "../../../src/programs/gateway/OwnerRole.js"
@@ -22,9 +24,13 @@ import { rbac } from "../../support/rbac.js"
 const GUEST = "guest-token-0123456789abcdef"
 const SLOW = 60_000
 
+// the gateway's clock, moved to just before a minute's end for the cron's tick
+const minute = MinuteClock.make()
+
 let gateway: TestGateway
 beforeAll(async () => {
   gateway = await Support.start({
+    references: Layer.setClock(minute.clock),
     script: (body: ChatRequestBody) => {
       const text = Support.lastUserText(body)
       if (!text.includes("DELEGATE-MARK") || body.messages.at(-1)?.role === "tool") return "Done."
@@ -36,6 +42,7 @@ beforeAll(async () => {
       // (a subagent type on a model the guest may not use)
       subagents: { agents: { "general-purpose": { model: "deep" } } },
       gateway: {
+        scheduler_poll_seconds: 1,
         auth: { tokens: [{ token: Support.ALICE, user: "alice" }, { token: GUEST, user: "gus", role: "guest" }] }
       },
       authorization: rbac({
@@ -82,6 +89,7 @@ describe("a narrow role's later runs keep the role", () => {
 
   it("a guest's cron runs as the guest, with the model the guest may use", async () => {
     const thread = (await guest("POST", "/threads", {})).json().thread_id as string
+    minute.nearMinuteEnd(10)
     const made = await guest("POST", `/threads/${thread}/runs/crons`, {
       assistant_id: "lead_agent",
       schedule: "* * * * *",
@@ -89,7 +97,7 @@ describe("a narrow role's later runs keep the role", () => {
       config: { configurable: { model_name: "deep" } }
     })
     assert.strictEqual(made.status, 200, made.text)
-    // (its first tick is at the next minute)
+    // (its first tick is at the clock's next minute, seconds away)
     for (const request of await requestsWith("CRON-MARK", 1600)) {
       assert.notInclude(toolNames(request), "write_file")
       assert.strictEqual(request.model, "model-scripted")

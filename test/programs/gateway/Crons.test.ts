@@ -9,8 +9,10 @@
  */
 import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Layer from "effect/Layer"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Support from "./support.js"
+import * as MinuteClock from "../../support/minuteClock.js"
 import { eventually } from "../../support/poll.js"
 
 const ALICE = "alice-token-0123456789abcdef"
@@ -26,9 +28,13 @@ afterAll(async () => {
   for (const gateway of gateways) await gateway.stop()
 })
 
+// the gateways' clock (and the test's): moved to just before a minute's end where a test waits for a tick
+const minute = MinuteClock.make()
+
 const start = async (home?: string) => {
   const gateway = await Support.start({
     script,
+    references: Layer.setClock(minute.clock),
     ...(home === undefined ? {} : { home }),
     config: {
       gateway: {
@@ -54,11 +60,11 @@ const post = async (gateway: Support.TestGateway, path: string, body: unknown, m
   return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
 }
 
-/** Waits for the next minute when this one is nearly over (so that what a test makes next shares a tick). */
-const nextMinuteIfLate = async () => {
-  const seconds = new Date().getUTCSeconds()
-  if (seconds > 45) await new Promise((resolve) => setTimeout(resolve, (61 - seconds) * 1000))
-}
+/**
+ * Moves the gateways' clock to 12 s before its next minute: what a test makes next shares that tick, which comes
+ * within seconds.
+ */
+const nearTick = () => minute.nearMinuteEnd(12)
 
 const said = (text: string) => ({ messages: [{ role: "user", content: text }] })
 
@@ -83,7 +89,7 @@ describe("LangGraph crons through the SDK", () => {
     assert.isTrue(info.flags.crons)
 
     // all three crons are made within one minute, so that all three are due at the same tick
-    await nextMinuteIfLate()
+    nearTick()
     const thread = await alice.threads.create()
     const onThread = await alice.crons.createForThread(thread.thread_id, "lead_agent", {
       schedule: "* * * * *",
@@ -98,7 +104,7 @@ describe("LangGraph crons through the SDK", () => {
     assert.deepStrictEqual(onThread.payload.input, said("Water the plants (thread cron)"))
     assert.strictEqual(onThread.end_time, null)
     const next = Date.parse(onThread.next_run_date)
-    assert.isTrue(next > Date.now() - 1000 && next <= Date.now() + 60_000, onThread.next_run_date)
+    assert.isTrue(next > minute.now() - 1000 && next <= minute.now() + 60_000, onThread.next_run_date)
     assert.strictEqual(next % 60_000, 0)
 
     const stateless = await alice.crons.create("lead_agent", {

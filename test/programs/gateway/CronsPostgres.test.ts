@@ -3,10 +3,12 @@
  * crons made through one are seen and deleted through the other, and each cron's tick runs once between them
  * (one run, one model request), on whichever gateway claimed it. The schedule is the shortest five cron fields
  * allow (each minute), ending half a minute after its first tick, so the test waits for one minute boundary and
- * each cron runs once.
+ * each cron runs once. The gateways share a clock moved to just before a minute's end (test/support/minuteClock.ts).
  */
 import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Layer from "effect/Layer"
+import * as MinuteClock from "../../support/minuteClock.js"
 import * as Postgres from "../../support/postgres.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -27,18 +29,19 @@ describe.skipIf("skip" in pg)("LangGraph crons on gateways sharing a PostgreSQL 
   it("a cron made on one is seen on the other, and each tick runs once between them", async () => {
     const url = await (pg as Postgres.Postgres).createDatabase()
     const config = { database: { url }, gateway: { heartbeat_seconds: 1, scheduler_poll_seconds: 1 } }
-    const a = await Support.start({ script: () => "Scheduled answer.", config })
+    const minute = MinuteClock.make()
+    const references = Layer.setClock(minute.clock)
+    const a = await Support.start({ script: () => "Scheduled answer.", config, references })
     gateways.push(a)
-    const b = await Support.start({ script: () => "Scheduled answer.", config })
+    const b = await Support.start({ script: () => "Scheduled answer.", config, references })
     gateways.push(b)
     const onA = new Client({ apiUrl: a.url, apiKey: null })
     const onB = new Client({ apiUrl: b.url, apiKey: null })
 
-    // all crons made within one minute, so that they share a tick
-    const seconds = new Date().getUTCSeconds()
-    if (seconds > 45) await new Promise((resolve) => setTimeout(resolve, (61 - seconds) * 1000))
+    // all crons made within one minute, so that they share a tick, 15 s on
+    minute.nearMinuteEnd(15)
     // each cron ends half a minute after its first tick: it runs once, ever
-    const tick = Math.floor(Date.now() / 60_000) * 60_000 + 60_000
+    const tick = Math.floor(minute.now() / 60_000) * 60_000 + 60_000
     const endTime = new Date(tick + 30_000).toISOString()
     const thread = await onA.threads.create()
     const onThread = await onA.crons.createForThread(thread.thread_id, "lead_agent", {
