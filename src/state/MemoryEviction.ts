@@ -93,15 +93,30 @@ const fraction = (value: unknown, fallback: number): number => {
   return Number.isFinite(number) ? Math.max(0, Math.min(number, 1)) : fallback
 }
 
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/
+const ISO_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-](\d{2}):?(\d{2}))?$/
 
-/** An ISO 8601 time in milliseconds; one without an offset is UTC (as DeerMem reads it). */
+const inRange = (text: string | undefined, low: number, high: number): boolean =>
+  text === undefined || (Number(text) >= low && Number(text) <= high)
+
+/** Whether the fields of a matched time are a time's, as Python's `fromisoformat` checks them (no 30 February). */
+const validFields = (match: RegExpExecArray): boolean => {
+  const [, year, month, day, hour, minute, second, , offsetHours, offsetMinutes] = match
+  const monthDays = new Date(Date.UTC(Number(year), Number(month), 0)).getUTCDate()
+  return Number(year) >= 1 && inRange(month, 1, 12) && inRange(day, 1, monthDays) && inRange(hour, 0, 23) &&
+    inRange(minute, 0, 59) && inRange(second, 0, 59) && inRange(offsetHours, 0, 23) && inRange(offsetMinutes, 0, 59)
+}
+
+/**
+ * An ISO 8601 time in milliseconds; one without an offset is UTC (as DeerMem reads it); a date that is none (30
+ * February, hour 24) is none, as Python's `fromisoformat` refuses it.
+ */
 export const parseTime = (value: unknown): number | undefined => {
   if (typeof value !== "string") return undefined
   const text = value.trim()
   const match = ISO_TIME.exec(text)
-  if (match === null) return undefined
-  const offset = match[1]
+  if (match === null || !validFields(match)) return undefined
+  const offset = match[7]
   const dated = text.replace(" ", "T").replace(/([+-]\d{2})(\d{2})$/, "$1:$2")
   const ms = Date.parse(offset === undefined && dated.includes("T") ? `${dated}Z` : dated)
   return Number.isFinite(ms) ? ms : undefined

@@ -79,6 +79,19 @@ export const windowDays = (fact: Reviewable, settings: Settings): number =>
 export const reviewedAt = (fact: Reviewable): number | undefined =>
   parseTime(fact.lastConfirmedAt) ?? parseTime(fact.createdAt)
 
+/**
+ * The day a fact's window starts as the section shows it: the date its `lastConfirmedAt` (else `createdAt`) is
+ * written with, in its own offset (DeerMem's `.date()`), not that time's UTC day; empty when neither is a time.
+ */
+export const reviewedDay = (fact: Reviewable): string => {
+  const text = parseTime(fact.lastConfirmedAt) !== undefined
+    ? fact.lastConfirmedAt
+    : parseTime(fact.createdAt) !== undefined
+    ? fact.createdAt
+    : undefined
+  return text === undefined ? "" : text.trim().slice(0, 10)
+}
+
 /** Whether a fact is due for review at `now`: not protected, and its window over (DeerMem's candidate). */
 export const isCandidate = (fact: Reviewable, settings: Settings, now: number): boolean => {
   // (a fact without a category is read as "" there, as DeerMem reads it)
@@ -124,9 +137,7 @@ export const ANSWER_KEYS = `  "staleFactsToRemove": [{"id": "fact_id", "reason":
 /** One candidate as the section lists it: `- [id | category | confidence | reviewed | valid:Nd] "content"`. */
 const candidateLine = (fact: Reviewable, settings: Settings): string => {
   const category = escapeText(fact.category?.trim() || "context")
-  const reviewed = reviewedAt(fact)
-  const day = reviewed === undefined ? "" : new Date(reviewed).toISOString().slice(0, 10)
-  return `- [${escapeText(fact.id)} | ${category} | ${fact.confidence.toFixed(2)} | ${day} | ` +
+  return `- [${escapeText(fact.id)} | ${category} | ${fact.confidence.toFixed(2)} | ${reviewedDay(fact)} | ` +
     `valid:${windowDays(fact, settings)}d] "${escapeText(fact.content)}"`
 }
 

@@ -124,6 +124,19 @@ describe("a fact's lifetime and review window", () => {
     assert.isUndefined(at("not a date"))
   })
 
+  it("a date that is none (30 February, hour 24, minute 60) is no time, as Python reads it (test_invalid_format)", () => {
+    const at = (createdAt: string) => MemoryStaleness.reviewedAt({ ...fact("f"), createdAt })
+    for (const none of ["2025-02-30T00:00:00Z", "2025-02-29", "2025-06-01T24:00:00Z", "2025-06-01T12:60:00",
+      "2025-06-01T23:59:60", "2025-06-01T12:00:00+24:00", "2025-13-01"]) {
+      assert.isUndefined(at(none), none)
+    }
+    assert.strictEqual(at("2024-02-29T01:00:00-05:00"), Date.parse("2024-02-29T06:00:00Z"))
+    assert.strictEqual(at("2025-06-01T12:00:00+0530"), Date.parse("2025-06-01T06:30:00Z"))
+    // such a fact is never due for review, however old its date reads
+    assert.deepStrictEqual(MemoryStaleness.candidates([{ ...fact("f"), createdAt: "2020-02-30T00:00:00Z" }], settings(),
+      NOW), [])
+  })
+
   it("adding days past what a time can be is none, not a wrong time", () => {
     assert.strictEqual(MemoryStaleness.addDays(NOW, 365), NOW + 365 * DAY)
     assert.strictEqual(MemoryStaleness.addDays(NOW, -365), NOW - 365 * DAY)
@@ -195,6 +208,20 @@ describe("the staleness section of the update prompt", () => {
       assert.include(section, text)
     }
   })
+
+  it("shows the day a fact's time is written with, in its own offset, not its UTC day (test_includes_fact_details)",
+    () => {
+      const section = MemoryStaleness.sectionOf([
+        { ...fact("late"), createdAt: "2026-01-01T23:30:00-05:00" },
+        { ...fact("early"), createdAt: "2026-01-02T01:00:00+09:00" },
+        { ...fact("naive"), createdAt: "2026-01-03T23:59:59" },
+        { ...fact("confirmed"), createdAt: "2025-01-01", lastConfirmedAt: "2026-01-04T22:00:00-08:00" }
+      ], settings())
+      assert.include(section, "- [late | knowledge | 0.90 | 2026-01-01 | valid:90d]")
+      assert.include(section, "- [early | knowledge | 0.90 | 2026-01-02 | valid:90d]")
+      assert.include(section, "- [naive | knowledge | 0.90 | 2026-01-03 | valid:90d]")
+      assert.include(section, "- [confirmed | knowledge | 0.90 | 2026-01-04 | valid:90d]")
+    })
 
   it("escapes a fact's content, category and id: they cannot close the block; quotes stay", () => {
     const section = MemoryStaleness.sectionOf([
