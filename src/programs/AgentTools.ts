@@ -15,6 +15,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
+import * as Path from "node:path"
 import * as Schema from "effect/Schema"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
@@ -188,7 +189,7 @@ export const updateAgent = (
           const invalid = invalidNameOf(context)
           if (invalid !== undefined) return invalid
           const name = agentNameOf(context)
-          if (name === undefined) return "Error: This run is not a custom agent's: there is no agent to update."
+          if (name === undefined) return NO_AGENT
           const soul = mapDefined(given(args.soul), redact.text)
           const description = mapDefined(given(args.description), redact.text)
           const model = given(args.model)
@@ -208,7 +209,9 @@ export const updateAgent = (
             const names = models.map((m) => m.name).join(", ") || "(none)"
             return `Error: Unknown model "${echoed(model)}". Configured models: ${names}.`
           }
-          const agent = yield* CustomAgents.load(home, context.userId, name)
+          const refused = (step: "load" | "save") =>
+            Effect.mapError((error: CustomAgents.AgentError) => refusalOf(error, step, home, context.userId))
+          const agent = yield* refused("load")(CustomAgents.load(home, context.userId, name))
           const raw = agent.raw
           const next: Record<string, unknown> = { ...raw }
           const changed: Array<string> = []
@@ -233,10 +236,10 @@ export const updateAgent = (
           if (changed.length === 0) {
             return `No changes applied to agent '${name}': the values given are the current ones.`
           }
-          yield* CustomAgents.save(home, context.userId, name, {
+          yield* refused("save")(CustomAgents.save(home, context.userId, name, {
             config: next,
             ...(soulChanged ? { soul } : {})
-          })
+          }))
           return `Agent '${name}' updated successfully. Changed: ${changed.join(", ")}. ` +
             "The new configuration takes effect on the next user turn."
         }).pipe(
@@ -244,3 +247,31 @@ export const updateAgent = (
           Effect.provideService(FileSystem.FileSystem, fs)
         )
     }))
+
+/** What `update_agent` answers in a run that names no custom agent (DeerFlow's sentence). */
+export const NO_AGENT = "Error: update_agent is only available inside a custom agent's chat. There is no " +
+  "agent_name in the current runtime context, so there is nothing to update. If you are inside the bootstrap flow, " +
+  "use setup_agent instead."
+
+/**
+ * An agent `update_agent` cannot read or write, in DeerFlow's words: missing or unreadable (`load`), only in the
+ * shared layout, which a user's run never writes (`save`). The data directory is not named: the text goes to the
+ * model and a gateway's client. Other errors are left as they are.
+ */
+const refusalOf = (
+  error: CustomAgents.AgentError,
+  step: "load" | "save",
+  home: string,
+  userId: string
+): CustomAgents.AgentError => {
+  const name = error.name
+  const message = step === "load" && error.reason === "not_found"
+    ? `Agent '${name}' does not exist for the current user. Use setup_agent to create a new agent first.`
+    : step === "load" && error.reason === "invalid_config"
+    ? `Agent '${name}' has an unreadable config: ${error.message.split(home + Path.sep).join("")}`
+    : step === "save" && error.reason === "legacy"
+    ? `Agent '${name}' only exists in the legacy shared layout and is not scoped to a user. Move agents/${name} of ` +
+      `the data directory to users/${userId}/agents/${name} before updating.`
+    : undefined
+  return message === undefined ? error : new CustomAgents.AgentError({ ...error, message })
+}

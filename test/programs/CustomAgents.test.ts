@@ -224,8 +224,13 @@ describe("setup_agent and update_agent", () => {
       assert.strictEqual(unknown.text, `Error: Unknown model "gpt-9". Configured models: main, deep.`)
       const notList = yield* callTool(update, { skills: "deep-research" }, "ada")
       assert.match(notList.text, /^Error: skills must be a list/)
+      // DeerFlow's test_update_agent_rejects_missing_agent_name: its sentence, word for word
       const noAgent = yield* callTool(update, { description: "x" })
-      assert.match(noAgent.text, /there is no agent to update/)
+      assert.strictEqual(
+        noAgent.text,
+        "Error: update_agent is only available inside a custom agent's chat. There is no agent_name in the current " +
+          "runtime context, so there is nothing to update. If you are inside the bootstrap flow, use setup_agent instead."
+      )
       const done = yield* callTool(
         update,
         { model: "deep", tool_groups: ["web"], soul: "New soul", description: "Research" },
@@ -271,11 +276,33 @@ describe("setup_agent and update_agent", () => {
       const refused = yield* callTool(update, { soul: "Mine now" }, "old")
       assert.strictEqual(
         refused.text,
-        "Error: The agent old is in the old shared layout (agents/old of the data directory), which no user's run " +
-          "changes; move it to users/default/agents/old to change it"
+        "Error: Agent 'old' only exists in the legacy shared layout and is not scoped to a user. Move agents/old of " +
+          "the data directory to users/default/agents/old before updating."
       )
       assert.deepStrictEqual(Fs.readdirSync(own), ["memory.json"])
       assert.strictEqual(Fs.readFileSync(Path.join(CustomAgents.legacyAgentsDir(home), "old", "SOUL.md"), "utf8"), "Old soul")
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
+  // DeerFlow's test_update_agent_tool: test_update_agent_rejects_unknown_agent
+  it.effect("update_agent of an agent that is not there says so in DeerFlow's words; nothing is written", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-tools-unknown-")
+      const update = yield* AgentTools.updateAgent(home, [])
+      const refused = yield* callTool(update, { soul: "A soul" }, "ghost")
+      assert.strictEqual(
+        refused.text,
+        "Error: Agent 'ghost' does not exist for the current user. Use setup_agent to create a new agent first."
+      )
+      assert.deepStrictEqual(Fs.readdirSync(home), [])
+      const mine = CustomAgents.agentsDir(home, "default")
+      writeAgent(mine, "broken", "model_settings:\n  temperature: 7\n", "Old soul")
+      const unreadable = yield* callTool(update, { soul: "A soul" }, "broken")
+      assert.match(
+        unreadable.text,
+        /^Error: Agent 'broken' has an unreadable config: users\/default\/agents\/broken\/config\.yaml: model_settings\.temperature: /
+      )
+      assert.notInclude(unreadable.text, home)
+      assert.strictEqual(Fs.readFileSync(Path.join(mine, "broken", "SOUL.md"), "utf8"), "Old soul")
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it("agent names in a run's settings are validated before any path is made from them", () => {

@@ -124,7 +124,7 @@ describe("a fact's lifetime and review window", () => {
     assert.isUndefined(at("not a date"))
   })
 
-  it("a date that is none (30 February, hour 24, minute 60) is no time, as Python reads it (test_invalid_format)", () => {
+  it("a date that is none (30 February, hour 24) is no time, as Python reads it (test_invalid_format)", () => {
     const at = (createdAt: string) => MemoryStaleness.reviewedAt({ ...fact("f"), createdAt })
     for (const none of ["2025-02-30T00:00:00Z", "2025-02-29", "2025-06-01T24:00:00Z", "2025-06-01T12:60:00",
       "2025-06-01T23:59:60", "2025-06-01T12:00:00+24:00", "2025-13-01"]) {

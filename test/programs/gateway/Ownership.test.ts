@@ -114,7 +114,7 @@ describe("what a gateway user's runs may change", () => {
     assert.include(toolAnswer(updated.body), "Agent 'helper' updated successfully")
     // the shared layout is read-only, through update_agent and the bootstrap agent alike
     const hijack = await bob.run("update BOB-HIJACK", { assistant_id: "shared" })
-    assert.match(toolAnswer(hijack.body), /^Error: .*old shared layout/)
+    assert.match(toolAnswer(hijack.body), /^Error: Agent .shared. only exists in the legacy shared layout/)
     const overwrite = await bob.run("setup BOB-OVERWRITE", { context: { is_bootstrap: true, agent_name: "shared" } })
     assert.match(toolAnswer(overwrite.body), /^Error: .*old shared layout/)
     assert.include(await bob.systemPrompt("bob probe", { assistant_id: "helper" }), "BOB-UPDATED soul")
