@@ -258,7 +258,11 @@ describe("OpenAiModel against the scripted server", () => {
         toolCalls: [
           { name: "search", arguments: "{\"query\": \"effect", id: "call_bad" },
           { name: "search", arguments: "[1, 2]", id: "call_array" },
-          { name: "search", arguments: { query: "ok" }, id: "call_good" }
+          { name: "search", arguments: { query: "ok" }, id: "call_good" },
+          // Python's json.loads (DeerFlow's ChatOpenAI) reads these and DeerFlow's SSE then writes a bare NaN, which
+          // its app's JSON.parse refuses: here they are not JSON, and the model is told so
+          { name: "search", arguments: "{\"query\": \"x\", \"limit\": NaN}", id: "call_nan" },
+          { name: "search", arguments: "{\"query\": \"x\", \"limit\": -Infinity}", id: "call_inf" }
         ]
       }])
       const message = succeed((yield* generate(model, request([M.human("find")]))).response).message
@@ -268,10 +272,14 @@ describe("OpenAiModel against the scripted server", () => {
       const invalid = message.invalid_tool_calls ?? []
       assert.deepStrictEqual(invalid.map((c) => [c.id, c.name, c.args]), [
         ["call_bad", "search", "{\"query\": \"effect"],
-        ["call_array", "search", "[1, 2]"]
+        ["call_array", "search", "[1, 2]"],
+        ["call_nan", "search", "{\"query\": \"x\", \"limit\": NaN}"],
+        ["call_inf", "search", "{\"query\": \"x\", \"limit\": -Infinity}"]
       ])
       assert.match(invalid[0]!.error!, /not valid JSON/)
       assert.match(invalid[1]!.error!, /JSON object, not an array/)
+      assert.match(invalid[2]!.error!, /not valid JSON/)
+      assert.match(invalid[3]!.error!, /not valid JSON/)
     }))
 
   // LangChain's ChatOpenAI (DeerFlow's model) sends `message.name or additional_kwargs["name"]` with each
