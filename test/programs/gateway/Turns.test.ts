@@ -320,6 +320,8 @@ describe("the thread's goal", () => {
     const spaced = await alice("PUT", "/api/threads/chat/goal", { objective: "  Ship the\n  report \t" })
     assert.strictEqual(spaced.json().goal.objective, "Ship the report")
     assert.strictEqual((await alice("GET", "/api/threads/chat/state")).json().values.goal.objective, "Ship the report")
+    // DeerFlow's test_goal_status_and_clear_round_trip, but for its `"goal" not in values`: Antler's values are whole,
+    // an unset field is null (docs/deerflow.md, test_threads_router.py's line)
     const cleared = await alice("DELETE", "/api/threads/chat/goal")
     assert.deepStrictEqual(cleared.json(), { goal: null })
     assert.isNull((await alice("GET", "/api/threads/chat/state")).json().values.goal)
