@@ -137,6 +137,8 @@ describe("Title, as DeerFlow names a thread", () => {
       ])
     }).pipe(H.withStore))
 
+  // DeerFlow's test_should_generate_title_with_dynamic_context_reminder skips its flagged reminders only; here any
+  // hidden human message is not the user's, so a first turn with one is still titled (docs/deerflow.md)
   it.effect("hidden reminders are never taken as the user's message", () =>
     Effect.gen(function*() {
       const reminder = M.human("<system_reminder>Keep the todo list up to date.</system_reminder>", {
