@@ -135,6 +135,7 @@ describe("paths", () => {
       assert.strictEqual(sandbox.mask(`${app.home}/users/other`), "<antler-home>/users/other")
     }))
 
+  // DeerFlow's test_sandbox_path_patterns: test_boundary_still_rejects_prefix_siblings_and_accepts_real_segments
   it("masks whole path segments only: a longer name or path merely containing a host directory is left alone", () => {
     const mask = LocalSandbox.makeMask([
       ["/srv/skills", "/mnt/skills"],
@@ -148,6 +149,7 @@ describe("paths", () => {
       ["/srv/skills2/x /srv/skills_backup/y", "/srv/skills2/x /srv/skills_backup/y"],
       ["/srv/skills, ok /srv/skills:/other", "/mnt/skills, ok /mnt/skills:/other"],
       ["cwd: /srv/skills", "cwd: /mnt/skills"],
+      ["/srv/skills\\a\\b.md", "/mnt/skills\\a\\b.md"],
       ["/x/srv/skills/y", "/x/srv/skills/y"],
       ["./srv/skills/y", "./srv/skills/y"],
       ["/srv/skills", "/mnt/skills"],
