@@ -101,6 +101,13 @@ const notified = (threadId: string, count: number) =>
   }, `${count} notification run(s) on ${threadId}`, { tries: 300, everyMs: 100 })
 
 describe("MCP task notifications (mcp_tasks.enabled)", () => {
+  // DeerFlow's test_features_router: test_features_reports_mcp_tasks_startup_capability (its app shows its
+  // Background tasks button only then)
+  it("the features say so", async () => {
+    const features = await call(Support.ALICE, "/features")
+    assert.deepStrictEqual(((await features.json()) as any).mcp_tasks, { enabled: true })
+  })
+
   it("a task that ends starts a hidden run on its thread: its model reads the event, the state shows it", async () => {
     const threadId = await newThread(Support.ALICE)
     const [taskId] = await submit(threadId, "start otters")
