@@ -15,7 +15,6 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
-import * as Path from "node:path"
 import * as Schema from "effect/Schema"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
@@ -268,7 +267,7 @@ const refusalOf = (
   const message = step === "load" && error.reason === "not_found"
     ? `Agent '${name}' does not exist for the current user. Use setup_agent to create a new agent first.`
     : step === "load" && error.reason === "invalid_config"
-    ? `Agent '${name}' has an unreadable config: ${error.message.split(home + Path.sep).join("")}`
+    ? `Agent '${name}' has an unreadable config: ${CustomAgents.messageFromHome(error, home)}`
     : step === "save" && error.reason === "legacy"
     ? `Agent '${name}' only exists in the legacy shared layout and is not scoped to a user. Move agents/${name} of ` +
       `the data directory to users/${userId}/agents/${name} before updating.`

@@ -223,6 +223,21 @@ describe("custom agents settings", () => {
     assert.strictEqual((await call(ALICE, "/agents/oldagent")).status, 404)
   })
 
+  it("an agent whose config.yaml is broken is a 422 naming the file and the key, not where the server keeps data", async () => {
+    const dir = Path.join(gateway.home, "users", "alice", "agents", "broken")
+    Fs.mkdirSync(dir, { recursive: true })
+    Fs.writeFileSync(Path.join(dir, "config.yaml"), "name: broken\nmodel_settings: 5\n")
+    for (const [method, body] of [["GET", undefined], ["PUT", { description: "fixed?" }]] as const) {
+      const answer = await call(ALICE, "/agents/broken", { method, ...(body === undefined ? {} : { body }) })
+      const detail = String((await bodyOf(answer)).detail)
+      assert.strictEqual(answer.status, 422, `${method}: ${detail}`)
+      assert.include(detail, "agents/broken/config.yaml", method)
+      assert.include(detail, "model_settings", method)
+      assert.notInclude(detail, gateway.home, method)
+    }
+    Fs.rmSync(dir, { recursive: true })
+  })
+
   it("lists the old shared agents but never changes or deletes them", async () => {
     const shared = Path.join(gateway.home, "agents", "shared-one")
     Fs.mkdirSync(shared, { recursive: true })

@@ -98,8 +98,10 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           case "not_found":
             return Effect.fail(notFound(`Agent '${error.name}'`))
           case "invalid_name":
-          case "invalid_config":
             return Effect.fail(fail("unprocessable", error.message))
+          case "invalid_config":
+            // (the file named from the data directory: a client is not told where the server keeps it)
+            return Effect.fail(fail("unprocessable", CustomAgents.messageFromHome(error, home)))
           case "too_many":
             return Effect.fail(fail("conflict", `${error.message}.`))
           case "legacy":
