@@ -110,6 +110,16 @@ export const fail = (reason: GatewayError["reason"], message: string) => new Gat
 /** The 404 of something the user does not have: `${what} not found.` */
 export const notFound = (what: string) => fail("not_found", `${what} not found.`)
 
+/**
+ * The 500 of a failure only the server's log tells of (its text may name the host's paths): `log` is logged, with
+ * `cause` when there is one, and the request is answered `${what} (see the server's log).`
+ */
+export const serverFault = (what: string, log: string, cause?: unknown): Effect.Effect<never, GatewayError> =>
+  Effect.zipRight(
+    cause === undefined ? Effect.logError(log) : Effect.logError(log, cause),
+    Effect.fail(fail("internal", `${what} (see the server's log).`))
+  )
+
 /** A JSON problem response (RFC 9457). */
 export const problem = (status: number, detail: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(problemBody(status, detail), {

@@ -18,7 +18,7 @@ import type * as Redact from "../../../state/Redact.js"
 import * as CustomAgents from "../../CustomAgents.js"
 import * as AgentsApi from "../api/Agents.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
-import { fail, GatewayError, notFound } from "../api/Problem.js"
+import { fail, notFound, serverFault } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import { json, queryList, type QueryValue } from "./Http.js"
@@ -47,8 +47,6 @@ export const agentObject = (agent: CustomAgents.CustomAgent): typeof AgentsApi.A
   reasoning_effort: agent.config.reasoning_effort ?? null,
   soul: agent.soul ?? ""
 })
-
-const internal = (message: string) => new GatewayError({ reason: "internal", message })
 
 /**
  * `model_settings` of an update over the agent's (DeerFlow's merge): a sub-field given replaces the agent's, a
@@ -111,9 +109,9 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
                 "move it into a user's agents directory to change it."
             ))
           case "io":
-            return Effect.zipRight(
-              Effect.logError(`agents endpoint: ${error.message}`),
-              Effect.fail(internal(`The agent ${error.name} could not be read or written (see the server's log).`))
+            return serverFault(
+              `The agent ${error.name} could not be read or written`,
+              `agents endpoint: ${error.message}`
             )
         }
       }
@@ -264,9 +262,10 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             yield* Effect.uninterruptible(
               Effect.zipRight(fs.rename(own, gone), fs.remove(gone, { recursive: true, force: true }))
             ).pipe(Effect.catchAll((cause) =>
-              Effect.zipRight(
-                Effect.logError(`agents endpoint: cannot delete the agent ${name}`, cause),
-                Effect.fail(internal(`The agent ${name} could not be deleted (see the server's log).`))
+              serverFault(
+                `The agent ${name} could not be deleted`,
+                `agents endpoint: cannot delete the agent ${name}`,
+                cause
               )
             ))
             return HttpServerResponse.empty({ status: 204 })

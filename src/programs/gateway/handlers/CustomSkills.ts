@@ -17,7 +17,7 @@ import { AppConfigService } from "../../../services/AppConfig.js"
 import * as CustomSkills from "../../CustomSkills.js"
 import * as Api from "../api/CustomSkills.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
-import { fail, type GatewayError, problemWithDetail } from "../api/Problem.js"
+import { fail, type GatewayError, problemWithDetail, serverFault } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import { skillObject } from "./Catalog.js"
@@ -44,10 +44,7 @@ const refused = (error: CustomSkills.CustomSkillError) => {
     case "exists":
       return Effect.fail(fail("conflict", error.message))
     case "io":
-      return Effect.zipRight(
-        Effect.logError(`custom skills: ${error.message}`, error.cause),
-        Effect.fail(fail("internal", "The skill could not be read or written (see the server's log)."))
-      )
+      return serverFault("The skill could not be read or written", `custom skills: ${error.message}`, error.cause)
   }
 }
 

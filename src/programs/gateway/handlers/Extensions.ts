@@ -38,7 +38,7 @@ import * as Redact from "../../../state/Redact.js"
 import * as SkillArchive from "../../SkillArchive.js"
 import * as ExtensionsApi from "../api/Extensions.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
-import { describeParseError, fail, GatewayError, notFound, problemWithDetail } from "../api/Problem.js"
+import { describeParseError, fail, GatewayError, notFound, problemWithDetail, serverFault } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
@@ -95,12 +95,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
           : Effect.fail(fail("forbidden", `Admin privileges required to manage ${what}.`)))
 
     const fileFailed = (what: string) => (cause: unknown) =>
-      Effect.zipRight(
-        Effect.logError(`extensions endpoint: ${what}`, cause),
-        Effect.fail(
-          new GatewayError({ reason: "internal", message: `extensions_config.json ${what} (see the server's log).` })
-        )
-      )
+      serverFault(`extensions_config.json ${what}`, `extensions endpoint: ${what}`, cause)
 
     const mcpFile = Effect.map(
       Effect.provideService(ExtensionsFile.resolvePath(app.source, app.home), FileSystem.FileSystem, fs),

@@ -22,7 +22,7 @@ import * as App from "../../App.js"
 import * as Upload from "../../Upload.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import * as FilesApi from "../api/Files.js"
-import { fail, GatewayError, notFound, problem } from "../api/Problem.js"
+import { fail, GatewayError, notFound, problem, serverFault } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as SkillArchiveMember from "../SkillArchiveMember.js"
@@ -299,10 +299,7 @@ export const layer = (api: DeerFlowApi) =>
                 // (a failed write is told in the server's log: its text names the host's paths)
                 Effect.catchAll((error) =>
                   error.reason === "io"
-                    ? Effect.zipRight(
-                      Effect.logError(`uploads endpoint: ${error.message}`),
-                      Effect.fail(fail("internal", "The uploaded files could not be written (see the server's log)."))
-                    )
+                    ? serverFault("The uploaded files could not be written", `uploads endpoint: ${error.message}`)
                     : Effect.fail(fail(uploadRefusal(error.reason), error.message))
                 ),
                 Effect.tapError(() =>
