@@ -5,7 +5,6 @@
  * (`test_subagent_step_events.py`). The subagents run the app's real runner over a scripted model.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
@@ -15,9 +14,8 @@ import * as RunJournal from "../../src/programs/gateway/RunJournal.js"
 import { ModelService } from "../../src/services/ModelService.js"
 import * as M from "../../src/state/Message.js"
 import * as SubagentStatus from "../../src/state/SubagentStatus.js"
-import { inRun } from "../support/fixtures.js"
 import * as Harness from "../support/harness.js"
-import { subagentRunner } from "../support/subagentRunner.js"
+import { stalledTask, stallsAfterFirst, subagentRunner } from "../support/subagentRunner.js"
 
 describe("test_task_tool_core_logic.py", () => {
   // test_task_tool_rejects_bash_subagent_when_host_bash_disabled
@@ -41,25 +39,16 @@ describe("test_task_tool_core_logic.py", () => {
   // counted in the run's token usage (DeerFlow reports it to the run's journal before the cancellation goes on)
   it.scoped("a task cancelled with its run: the tokens its subagent spent are the run's, as a subagent's", () =>
     Effect.gen(function*() {
-      const stalled = yield* Deferred.make<void>()
       const scripted = ScriptedModel.make([{
         content: "Looking.",
         toolCalls: [{ name: "ls", args: { description: "look", path: "/mnt/user-data/workspace" } }],
         usage: { input_tokens: 50, output_tokens: 25, total_tokens: 75 }
       }])
-      let calls = 0
       // the subagent's second model call never answers: the run is cancelled while it waits
-      const model = ModelService.of({
-        generate: (request) =>
-          calls++ === 0 ? scripted.generate(request) : Effect.zipRight(Deferred.succeed(stalled, undefined), Effect.never)
-      })
-      const runner = yield* subagentRunner(model)
-      const run = inRun({ threadId: "thread-1" })
-      const task = yield* Effect.fork(
-        runner.run({ toolCallId: "tc-cancel-report", description: "执行任务", prompt: "cancel me", subagentType: "general-purpose" })
-          .pipe(Effect.provide(run.context))
+      const { run, task } = yield* stalledTask(
+        stallsAfterFirst(scripted),
+        { toolCallId: "tc-cancel-report", description: "执行任务", prompt: "cancel me", subagentType: "general-purpose" }
       )
-      yield* Deferred.await(stalled)
       yield* Fiber.interrupt(task)
       const spent = { input_tokens: 50, output_tokens: 25, total_tokens: 75 }
       const cancelled = run.events.flatMap((e) => e.type === "custom" && e.name === "task_cancelled" ? [e.data as any] : [])
@@ -74,17 +63,10 @@ describe("test_task_tool_core_logic.py", () => {
 
   it.scoped("a task cancelled before its subagent spent anything adds nothing to the run's token usage", () =>
     Effect.gen(function*() {
-      const stalled = yield* Deferred.make<void>()
-      const model = ModelService.of({
-        generate: () => Effect.zipRight(Deferred.succeed(stalled, undefined), Effect.never)
-      })
-      const runner = yield* subagentRunner(model)
-      const run = inRun({ threadId: "thread-1" })
-      const task = yield* Effect.fork(
-        runner.run({ toolCallId: "tc-idle", description: "d", prompt: "p", subagentType: "general-purpose" })
-          .pipe(Effect.provide(run.context))
+      const { run, task } = yield* stalledTask(
+        (stall) => ModelService.of({ generate: () => stall }),
+        { toolCallId: "tc-idle", description: "d", prompt: "p", subagentType: "general-purpose" }
       )
-      yield* Deferred.await(stalled)
       yield* Fiber.interrupt(task)
       assert.isNull(run.state().token_usage)
     }))

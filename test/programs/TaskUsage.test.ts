@@ -5,18 +5,16 @@
  * again. The subagents run the app's real runner over a scripted model.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as TokenUsage from "../../src/middleware/TokenUsage.js"
-import { ModelService } from "../../src/services/ModelService.js"
 import * as M from "../../src/state/Message.js"
 import * as SubagentStatus from "../../src/state/SubagentStatus.js"
 import { inRun } from "../support/fixtures.js"
-import { subagentRunner } from "../support/subagentRunner.js"
+import { stalledTask, stallsAfterFirst, subagentRunner } from "../support/subagentRunner.js"
 
 const spent = { input_tokens: 50, output_tokens: 25, total_tokens: 75 }
 const look = { name: "ls", args: { description: "look", path: "/mnt/user-data/workspace" } }
@@ -61,17 +59,11 @@ describe("a task's tokens, counted in its run's token usage when it ends", () =>
 
   it.scoped("timed out: what it spent before its time ran out is counted", () =>
     Effect.gen(function*() {
-      const stalled = yield* Deferred.make<void>()
-      const scripted = ScriptedModel.make([{ toolCalls: [look], usage: spent }])
-      let calls = 0
-      const model = ModelService.of({
-        generate: (r) =>
-          calls++ === 0 ? scripted.generate(r) : Effect.zipRight(Deferred.succeed(stalled, undefined), Effect.never)
-      })
-      const runner = yield* subagentRunner(model, { subagents: { timeout_seconds: 5 } })
-      const run = inRun({ threadId: "thread-1" })
-      const task = yield* Effect.fork(runner.run(request("tc-slow")).pipe(Effect.provide(run.context)))
-      yield* Deferred.await(stalled)
+      const { run, task } = yield* stalledTask(
+        stallsAfterFirst(ScriptedModel.make([{ toolCalls: [look], usage: spent }])),
+        request("tc-slow"),
+        { subagents: { timeout_seconds: 5 } }
+      )
       yield* TestClock.adjust(Duration.seconds(6))
       const outcome = yield* Fiber.join(task)
       assert.strictEqual(outcome.status, "timed_out")
