@@ -79,7 +79,9 @@ export const layer = (
           const field = modelName !== undefined ? "model_name" : "agent_name"
           // (none named: the default, or the first model the role may use; never one it may not)
           const summaryModel = yield* Catalog.modelFor(authz, who, snap.models, threadModel, field)
-          const principal = authz === undefined ? undefined : Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole)
+          const principal = authz === undefined
+            ? undefined
+            : Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole)
           const allows = principal === undefined
             ? undefined
             : (name: string) => Authz.allows(authz!, principal, "model", "use", name)

@@ -58,7 +58,10 @@ const countParam = (value: QueryValue, name: string, fallback: number, min: numb
   const n = Number(text)
   return Number.isInteger(n) && n >= min && n <= max
     ? Effect.succeed(n)
-    : Effect.fail(fail("unprocessable", `${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text.slice(0, 40))}.`))
+    : Effect.fail(fail(
+      "unprocessable",
+      `${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(text.slice(0, 40))}.`
+    ))
 }
 
 /** The scheduled tasks endpoints of `api` (DeerFlow's endpoints under `/api`). */
@@ -71,7 +74,11 @@ export const layer = (api: DeerFlowApi) =>
 
       const stored = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.mapError(effect, (error) =>
-          error instanceof GatewayError ? error : new GatewayError({ reason: "internal", message: String((error as { message?: unknown }).message), cause: error }))
+          error instanceof GatewayError ? error : new GatewayError({
+            reason: "internal",
+            message: String((error as { message?: unknown }).message),
+            cause: error
+          }))
 
       /** The user's task `id` (not a LangGraph cron: those are the crons endpoints'), or 404. */
       const owned = (userId: string, id: string) =>
@@ -84,11 +91,18 @@ export const layer = (api: DeerFlowApi) =>
       /** Refuses to change a task while its `once` run is going (as DeerFlow). */
       const mutable = (task: Task) =>
         task.status === "running"
-          ? Effect.fail(fail("conflict", "Scheduled task is currently running; retry after the active execution finishes."))
+          ? Effect.fail(
+            fail("conflict", "Scheduled task is currently running; retry after the active execution finishes.")
+          )
           : Effect.void
 
       /** The schedule checked, or 422 saying what is wrong with it. */
-      const checked = (type: Task["schedule_type"], spec: Readonly<Record<string, unknown>>, timezone: string, now: number) =>
+      const checked = (
+        type: Task["schedule_type"],
+        spec: Readonly<Record<string, unknown>>,
+        timezone: string,
+        now: number
+      ) =>
         Either.match(Schedules.check(type, spec, timezone, now), {
           onLeft: (message) => Effect.fail(fail("unprocessable", `${message}.`)),
           onRight: Effect.succeed
@@ -115,7 +129,10 @@ export const layer = (api: DeerFlowApi) =>
             const now = yield* Clock.currentTimeMillis
             const schedule = yield* checked(request.schedule_type, request.schedule_spec, request.timezone, now)
             if ((yield* stored(store.count(user))) >= MAX_TASKS_PER_USER) {
-              return yield* fail("conflict", `A user has at most ${MAX_TASKS_PER_USER} scheduled tasks; delete one first.`)
+              return yield* fail(
+                "conflict",
+                `A user has at most ${MAX_TASKS_PER_USER} scheduled tasks; delete one first.`
+              )
             }
             const at = new Date(now).toISOString()
             const task: Task = {
@@ -158,7 +175,12 @@ export const layer = (api: DeerFlowApi) =>
             if (request.schedule_spec != null || request.timezone != null) {
               const timezone = request.timezone ?? existing.timezone
               const now = yield* Clock.currentTimeMillis
-              const schedule = yield* checked(existing.schedule_type, request.schedule_spec ?? existing.schedule_spec, timezone, now)
+              const schedule = yield* checked(
+                existing.schedule_type,
+                request.schedule_spec ?? existing.schedule_spec,
+                timezone,
+                now
+              )
               patch.schedule_spec = schedule.spec
               patch.timezone = timezone
               patch.next_run_at = schedule.next
@@ -200,7 +222,9 @@ export const layer = (api: DeerFlowApi) =>
               )
               : existing.next_run_at
             const at = new Date(now).toISOString()
-            const updated = yield* stored(store.update(path.task_id, user, { status: "enabled", next_run_at: next }, at))
+            const updated = yield* stored(
+              store.update(path.task_id, user, { status: "enabled", next_run_at: next }, at)
+            )
             if (Option.isNone(updated)) return yield* notFound("Scheduled task")
             return json(Api.TaskObject, taskObject(updated.value))
           }))

@@ -2,15 +2,15 @@
  * The scheduler of the gateway: it runs each scheduled task's prompt as an ordinary run of the agent (a
  * `run_end`, the thread readable as any other) when its schedule says, and when its user triggers it.
  *
- * Every `pollSeconds` (on Effect's `Clock`, so a test moves it with `TestClock`) it takes the tasks whose tick is
- * due and claims each tick (`TaskStore.claim`: one process of those sharing the database wins it), then starts
- * its run (in the scheduler's scope: a poller stopped meanwhile does not lose it). In a cluster one runner polls
- * (`ClusterTicks`). A tick missed while no gateway was running is run once when one starts, and the next is counted from
- * then, as DeerFlow does (missed ticks are not run one by one). A `once` task runs once and ends `completed` or
- * `failed`; a paused task's ticks are not run. A task has one run at a time, whichever process asks: a run is
- * admitted (recorded `queued`, a unique index allowing one such row per task) before it starts; a tick that comes
- * while the previous run is going is recorded `skipped`, a manual trigger then is refused (409). A run an earlier
- * process left going is settled as the thread store recorded its end (or `interrupted`, when it never started).
+ * Every `pollSeconds` (on Effect's `Clock`, so a test moves it with `TestClock`) it takes the tasks whose tick is due
+ * and claims each tick (`TaskStore.claim`: one process of those sharing the database wins it), then starts its run (in
+ * the scheduler's scope: a poller stopped meanwhile does not lose it). In a cluster one runner polls (`ClusterTicks`).
+ * A tick missed while no gateway was running is run once when one starts, and the next is counted from then, as
+ * DeerFlow does (missed ticks are not run one by one). A `once` task runs once and ends `completed` or `failed`; a
+ * paused task's ticks are not run. A task has one run at a time, whichever process asks: a run is admitted (recorded
+ * `queued`, a unique index allowing one such row per task) before it starts; a tick that comes while the previous run
+ * is going is recorded `skipped`, a manual trigger then is refused (409). A run an earlier process left going is
+ * settled as the thread store recorded its end (or `interrupted`, when it never started).
  *
  * How a run is started and how its end is read is the gateway's (`Launcher`); what is recorded is the store's.
  */
@@ -225,7 +225,12 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           started_at: iso(started),
           finished_at: null
         }
-        yield* store.updateRun(run.id, { status: "running", thread_id: threadId, run_id: runId, started_at: going.started_at })
+        yield* store.updateRun(run.id, {
+          status: "running",
+          thread_id: threadId,
+          run_id: runId,
+          started_at: going.started_at
+        })
         yield* store.update(task.id, task.user_id, {
           last_run_at: iso(started),
           last_run_id: runId,
@@ -237,7 +242,9 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         yield* FiberSet.run(
           watchers,
           Effect.flatMap(done, (outcome) => finish(task, going.id, outcome)).pipe(
-            Effect.catchAllCause((cause) => Effect.logWarning(`scheduled task ${task.id}: recording its run's end failed`, cause))
+            Effect.catchAllCause((cause) =>
+              Effect.logWarning(`scheduled task ${task.id}: recording its run's end failed`, cause)
+            )
           )
         )
         return { outcome: "launched", run: going } as Dispatched
@@ -263,18 +270,30 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           } else {
             if (!(yield* store.retake(run.id, run.created_at, iso(at)))) return true
             const current = task.value
-            if (current.status === "enabled" && current.next_run_at !== null && iso(current.next_run_at) === run.scheduled_for) {
+            if (
+              current.status === "enabled" && current.next_run_at !== null &&
+              iso(current.next_run_at) === run.scheduled_for
+            ) {
               const status = current.schedule_type === "once" ? "running" : "enabled"
               yield* store.claim(current, nextOf(current, at), status, iso(at))
             }
-            yield* Effect.logWarning(`scheduled task ${current.id}: a run its process did not record started is launched now`)
+            yield* Effect.logWarning(
+              `scheduled task ${current.id}: a run its process did not record started is launched now`
+            )
             return (yield* launch(current, run, at)).outcome === "launched"
           }
         }
         const ended = yield* launcher.outcome(runId)
         if (Option.isNone(ended)) return true
-        if (Option.isSome(task)) yield* finish(task.value, run.id, ended.value)
-        else yield* store.updateRun(run.id, { status: ended.value.status, error: ended.value.error, finished_at: iso(yield* now) })
+        if (Option.isSome(task)) {
+          yield* finish(task.value, run.id, ended.value)
+        } else {
+          yield* store.updateRun(run.id, {
+            status: ended.value.status,
+            error: ended.value.error,
+            finished_at: iso(yield* now)
+          })
+        }
         return false
       })
 
@@ -305,7 +324,12 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           created_at: iso(started)
         }
         const take = trigger === "scheduled"
-          ? store.claim(task, nextOf(task, started), task.schedule_type === "once" ? "running" : "enabled", iso(started))
+          ? store.claim(
+            task,
+            nextOf(task, started),
+            task.schedule_type === "once" ? "running" : "enabled",
+            iso(started)
+          )
           : Effect.succeed(true)
         /**
          * A run refused: a trigger says why; a cron tick is taken and recorded `skipped`; a `once` task's one tick
@@ -358,8 +382,12 @@ export const make = (launcher: Launcher, options: Options = {}) =>
       Effect.gen(function*() {
         if (Option.isSome(yield* store.active(task.id))) return
         const last = (yield* store.runs(task.id, 1, 0))[0]
-        if (last === undefined || last.status === "queued" || last.status === "running" || last.status === "skipped") return
-        yield* Effect.logWarning(`scheduled task ${task.id}: its last run ended ${last.status}, recorded on the task now`)
+        if (
+          last === undefined || last.status === "queued" || last.status === "running" || last.status === "skipped"
+        ) return
+        yield* Effect.logWarning(
+          `scheduled task ${task.id}: its last run ended ${last.status}, recorded on the task now`
+        )
         yield* ended(task, last, iso(yield* now))
       })
 

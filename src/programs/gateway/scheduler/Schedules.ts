@@ -30,7 +30,9 @@ export const timezoneProblem = (timezone: string): string | undefined =>
 
 /** A cron expression with its fields separated by single spaces, or why it is not one of five fields. */
 export const normalizeCron = (expression: string): Either.Either<string, string> => {
-  if (expression.length > MAX_SPEC_TEXT) return Either.left(`Cron expression is longer than ${MAX_SPEC_TEXT} characters`)
+  if (expression.length > MAX_SPEC_TEXT) {
+    return Either.left(`Cron expression is longer than ${MAX_SPEC_TEXT} characters`)
+  }
   const fields = expression.split(/\s+/).filter((field) => field !== "")
   return fields.length === 5
     ? Either.right(fields.join(" "))
@@ -39,16 +41,24 @@ export const normalizeCron = (expression: string): Either.Either<string, string>
 
 const parseCron = (expression: string, timezone: string): Either.Either<Cron.Cron, string> =>
   Either.flatMap(normalizeCron(expression), (normal) =>
-    Either.mapLeft(Cron.parse(normal, timezone), (error) => `Invalid cron expression ${JSON.stringify(normal)}: ${error.message}`))
+    Either.mapLeft(
+      Cron.parse(normal, timezone),
+      (error) => `Invalid cron expression ${JSON.stringify(normal)}: ${error.message}`
+    ))
 
 /** The time of a `once` schedule's `run_at`, or why it is not one. */
 const parseRunAt = (runAt: string): Either.Either<number, string> => {
   if (runAt.length > MAX_SPEC_TEXT || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(runAt)) {
-    return Either.left(`run_at must be an ISO 8601 date and time (2026-01-31T09:00:00+08:00), not ${JSON.stringify(runAt.slice(0, 60))}`)
+    return Either.left(
+      "run_at must be an ISO 8601 date and time (2026-01-31T09:00:00+08:00), " +
+        `not ${JSON.stringify(runAt.slice(0, 60))}`
+    )
   }
   const zoned = /(Z|[+-]\d{2}:?\d{2})$/i.test(runAt) ? runAt : `${runAt}Z`
   const millis = Date.parse(zoned)
-  return Number.isFinite(millis) ? Either.right(millis) : Either.left(`run_at is not a valid time: ${JSON.stringify(runAt)}`)
+  return Number.isFinite(millis)
+    ? Either.right(millis)
+    : Either.left(`run_at is not a valid time: ${JSON.stringify(runAt)}`)
 }
 
 /**

@@ -7,7 +7,10 @@ import * as TaskStore from "./TaskStore.js"
 
 /** The store in the SQLite file `filename` (created when missing); closed with the scope. */
 export const make = (filename: string) =>
-  Effect.flatMap(SideStore.open(filename, "the scheduled tasks", "scheduled_tasks"), (query) => TaskStore.make({ query }))
+  Effect.flatMap(
+    SideStore.open(filename, "the scheduled tasks", "scheduled_tasks"),
+    (query) => TaskStore.make({ query })
+  )
 
 /** The store layer over a SQLite file. */
 export const layer = (filename: string): Layer.Layer<TaskStore.TaskStore, StoreError> =>

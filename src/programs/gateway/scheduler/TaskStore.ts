@@ -85,7 +85,9 @@ export interface TaskRun {
 export type TaskPatch = Partial<Omit<Task, "id" | "user_id" | "created_at" | "updated_at">>
 
 /** What of a task run may change. */
-export type TaskRunPatch = Partial<Pick<TaskRun, "thread_id" | "run_id" | "status" | "error" | "started_at" | "finished_at">>
+export type TaskRunPatch = Partial<
+  Pick<TaskRun, "thread_id" | "run_id" | "status" | "error" | "started_at" | "finished_at">
+>
 
 /** The store of scheduled tasks. Every operation on a task names its user: another user's task is none. */
 export interface Service {
@@ -98,7 +100,12 @@ export interface Service {
   /** The user's LangGraph crons (tasks with `cron`), newest first. */
   readonly crons: (userId: string) => Effect.Effect<ReadonlyArray<Task>, StoreError>
   /** Changes the user's task; none when it has none of that id. */
-  readonly update: (id: string, userId: string, patch: TaskPatch, now: string) => Effect.Effect<Option.Option<Task>, StoreError>
+  readonly update: (
+    id: string,
+    userId: string,
+    patch: TaskPatch,
+    now: string
+  ) => Effect.Effect<Option.Option<Task>, StoreError>
   /** Deletes the user's task and its runs; whether there was one. */
   readonly remove: (id: string, userId: string) => Effect.Effect<boolean, StoreError>
   /** Enabled tasks of every user whose tick is due at `now` (epoch milliseconds), the oldest tick first. */
@@ -107,7 +114,12 @@ export interface Service {
    * Takes the tick of `task` due at `task.next_run_at`: moves it to `next` (and the status to `status`) if no
    * one did first. Whether this caller took it.
    */
-  readonly claim: (task: Task, next: number | null, status: TaskStatus, now: string) => Effect.Effect<boolean, StoreError>
+  readonly claim: (
+    task: Task,
+    next: number | null,
+    status: TaskStatus,
+    now: string
+  ) => Effect.Effect<boolean, StoreError>
   /**
    * Records a run of a task; a `queued` or `running` one only when the task has none of those (one run at a time,
    * across processes: a unique index). Whether it was recorded.
@@ -315,7 +327,8 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
     return {
       create: (task) =>
         Effect.asVoid(sql.query(
-          `INSERT INTO antler_scheduled_tasks (${TASK_COLUMNS.join(", ")}) VALUES (${TASK_COLUMNS.map(() => "?").join(", ")})`,
+          `INSERT INTO antler_scheduled_tasks (${TASK_COLUMNS.join(", ")}) ` +
+            `VALUES (${TASK_COLUMNS.map(() => "?").join(", ")})`,
           TASK_COLUMNS.map((column) => columnValue(column, task[column]))
         )),
       get,
@@ -364,7 +377,8 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
       due: (now, limit) =>
         Effect.flatMap(
           sql.query(
-            `${TASKS} WHERE status = 'enabled' AND next_run_at IS NOT NULL AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?`,
+            `${TASKS} WHERE status = 'enabled' AND next_run_at IS NOT NULL AND next_run_at <= ? ` +
+              "ORDER BY next_run_at, id LIMIT ?",
             [now, limit]
           ),
           tasksOf
@@ -383,7 +397,8 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
       addRun: (run) =>
         Effect.map(sql.query(
           "INSERT INTO antler_scheduled_task_runs (id, task_id, user_id, thread_id, run_id, scheduled_for, " +
-            "trigger_kind, status, error, started_at, finished_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
+            "trigger_kind, status, error, started_at, finished_at, created_at) " +
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
             "ON CONFLICT DO NOTHING RETURNING id",
           [
             run.id,
@@ -416,7 +431,10 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
         ),
       launched: (taskId) =>
         Effect.map(
-          sql.query("SELECT COUNT(*) AS n FROM antler_scheduled_task_runs WHERE task_id = ? AND run_id IS NOT NULL", [taskId]),
+          sql.query(
+            "SELECT COUNT(*) AS n FROM antler_scheduled_task_runs WHERE task_id = ? AND run_id IS NOT NULL",
+            [taskId]
+          ),
           (rows) => Number(rows[0]?.n ?? 0)
         ),
       updateRun: (id, patch) => {
@@ -429,7 +447,10 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
       },
       runs: (taskId, limit, offset) =>
         Effect.flatMap(
-          sql.query(`${RUNS} WHERE task_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [taskId, limit, offset]),
+          sql.query(
+            `${RUNS} WHERE task_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+            [taskId, limit, offset]
+          ),
           runsOf
         ),
       active: (taskId) =>
@@ -440,7 +461,8 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
       activeOfUser: (userId) =>
         Effect.map(
           sql.query(
-            "SELECT COUNT(*) AS n FROM antler_scheduled_task_runs WHERE user_id = ? AND status IN ('queued', 'running')",
+            "SELECT COUNT(*) AS n FROM antler_scheduled_task_runs " +
+              "WHERE user_id = ? AND status IN ('queued', 'running')",
             [userId]
           ),
           (rows) => Number(rows[0]?.n ?? 0)

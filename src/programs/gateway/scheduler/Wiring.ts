@@ -136,7 +136,11 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         // (under an id of the run's: a run adopted again is given the same message, not a second one)
         messages: [M.human(task.prompt, { id: `${ids.runId}-input` })],
         settings: {
-          recursion_limit: Protocol.recursionLimit(undefined, app.config.recursion_limit, app.config.max_recursion_limit)
+          recursion_limit: Protocol.recursionLimit(
+            undefined,
+            app.config.recursion_limit,
+            app.config.max_recursion_limit
+          )
         },
         modes: ["values"],
         multitaskStrategy: "reject",
