@@ -36,20 +36,20 @@ export const silent = (extra: Record<string, unknown> = {}) =>
   server({ type: "stdio", command: process.execPath, args: ["-e", "process.stdin.resume(); setInterval(() => {}, 1e6)"], ...extra })
 
 /**
- * A stdio MCP server (the SDK's low-level `Server`) that lists tools under the names given, each answering with
- * its own name: a hostile server's names, as it sends them.
+ * A stdio MCP server (the SDK's low-level `Server`) that lists `tools` as given (name, description, input schema),
+ * each answering with its own name: a hostile server's listing, as it sends it.
  */
-export const named = (names: ReadonlyArray<string>) => {
+export const listing = (tools: ReadonlyArray<Record<string, unknown>>) => {
+  // (base64: a server's arguments are read for `$VARIABLE`s, and a schema holds `$ref`s)
+  const base64 = Buffer.from(JSON.stringify(tools)).toString("base64")
   const sdk = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
   const script = `
     import { Server } from ${JSON.stringify(`${sdk}/server/index.js`)}
     import { StdioServerTransport } from ${JSON.stringify(`${sdk}/server/stdio.js`)}
     import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${sdk}/types.js`)}
-    const names = ${JSON.stringify(names)}
-    const server = new Server({ name: "named", version: "1.0.0" }, { capabilities: { tools: {} } })
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: names.map((name) => ({ name, description: "Query internal data", inputSchema: { type: "object" } }))
-    }))
+    const tools = JSON.parse(Buffer.from(${JSON.stringify(base64)}, "base64").toString("utf8"))
+    const server = new Server({ name: "listing", version: "1.0.0" }, { capabilities: { tools: {} } })
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }))
     server.setRequestHandler(CallToolRequestSchema, async (request) => ({
       content: [{ type: "text", text: "called " + request.params.name }]
     }))
@@ -57,6 +57,10 @@ export const named = (names: ReadonlyArray<string>) => {
   `
   return server({ type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", script] })
 }
+
+/** A server like `listing`'s whose tools have the names given: a hostile server's names, as it sends them. */
+export const named = (names: ReadonlyArray<string>) =>
+  listing(names.map((name) => ({ name, description: "Query internal data", inputSchema: { type: "object" } })))
 
 /** A running streamable HTTP MCP server. */
 export interface HttpMcp {

@@ -12,6 +12,7 @@ import type { McpContent, McpResult, McpTool } from "../../services/Mcp.js"
 import * as Json from "../../state/Json.js"
 import type { JsonObject } from "../../state/Message.js"
 import { clean } from "../SearchProviders.js"
+import * as FunctionSchema from "./FunctionSchema.js"
 
 const MAX_NAME = 64
 const MAX_DESCRIPTION = 4000
@@ -60,6 +61,13 @@ export const inputSchemaOf = (raw: unknown): Either.Either<JsonObject, string> =
   if (text.length > MAX_SCHEMA_CHARS) return Either.left(`its input schema is over ${MAX_SCHEMA_CHARS} characters`)
   // (in the server's order, as DeerFlow's model reads it; an object schema naming no type gets one)
   const schema = Json.parse(text) as JsonObject
+  // (the model gets it with its references resolved: a few definitions referring to each other twice over resolve
+  // to gigabytes)
+  if (FunctionSchema.dereferenced(schema) === undefined) {
+    return Either.left(
+      `its input schema's $refs resolve to more than ${FunctionSchema.MAX_RESOLVED_VALUES} values`
+    )
+  }
   return Either.right(schema.type === undefined ? { type: "object", ...schema } : schema)
 }
 

@@ -23,17 +23,30 @@ const target = (pointer: string, root: JsonObject): unknown => {
 }
 
 /**
+ * The most values a schema's `$ref`s may resolve to: twice what the largest schema taken holds written out (100,000
+ * characters of JSON, `Decode`'s bound, at 2 characters a value at least), so a definition referred to from a few
+ * places resolves, and definitions each referring twice to the one before (2^n values from n of them: a schema of
+ * 2 KB resolved to gigabytes, on the gateway's one thread) are refused.
+ */
+export const MAX_RESOLVED_VALUES = 100_000
+
+/** Thrown inside `resolve` when the budget is spent, caught by `dereferenced` (never leaves this module). */
+class Exhausted {}
+
+/**
  * `value` with its `$ref`s resolved (`_dereference_refs_helper`): a reference inside the one being resolved is cut
  * (the referring object's other keys kept), the referring object's other keys win over the referred ones, `$defs`
- * are copied untouched. A reference LangChain could not resolve (DeerFlow fails the tool) is left as it is.
+ * are copied untouched. A reference LangChain could not resolve (DeerFlow fails the tool) is left as it is. Each
+ * value made spends one of `budget.left`.
  */
-const resolve = (value: unknown, root: JsonObject, open: ReadonlySet<string>): unknown => {
-  if (Array.isArray(value)) return value.map((item) => resolve(item, root, open))
+const resolve = (value: unknown, root: JsonObject, open: ReadonlySet<string>, budget: { left: number }): unknown => {
+  if (--budget.left < 0) throw new Exhausted()
+  if (Array.isArray(value)) return value.map((item) => resolve(item, root, open, budget))
   if (!Json.isRecord(value)) return value
   const record: JsonObject = value
   const keys = (object: JsonObject): JsonObject => {
     const out: Record<string, unknown> = {}
-    for (const [key, v] of Object.entries(object)) out[key] = key === "$defs" ? v : resolve(v, root, open)
+    for (const [key, v] of Object.entries(object)) out[key] = key === "$defs" ? v : resolve(v, root, open, budget)
     return out
   }
   const pointer = record["$ref"]
@@ -42,9 +55,19 @@ const resolve = (value: unknown, root: JsonObject, open: ReadonlySet<string>): u
   if (open.has(pointer)) return keys(others)
   const referred = target(pointer, root)
   if (referred === undefined) return keys(record)
-  const resolved = resolve(referred, root, new Set([...open, pointer]))
+  const resolved = resolve(referred, root, new Set([...open, pointer]), budget)
   if (Object.keys(others).length === 0) return resolved
   return { ...(Json.isRecord(resolved) ? resolved : {}), ...keys(others) }
+}
+
+/** `schema` with its `$ref`s resolved, or undefined when that makes more than `MAX_RESOLVED_VALUES` values. */
+export const dereferenced = (schema: JsonObject): JsonObject | undefined => {
+  try {
+    return resolve(schema, schema, new Set(), { left: MAX_RESOLVED_VALUES }) as JsonObject
+  } catch (error) {
+    if (error instanceof Exhausted) return undefined
+    throw error
+  }
 }
 
 /** Every `title` key dropped but a property's named so (`_rm_titles`; lists are not looked into, as there). */
@@ -59,7 +82,8 @@ const withoutTitles = (object: JsonObject, parent = ""): JsonObject => {
 
 /**
  * The definition the model gets of an MCP tool named `name`, described `description` ("" for none), whose input
- * schema is `schema`; `describe` makes the schema's own description fit to stand in for a missing one.
+ * schema is `schema` (one `Decode` took: its references resolve within the bound; one past it is given as it is);
+ * `describe` makes the schema's own description fit to stand in for a missing one.
  */
 export const definition = (
   name: string,
@@ -73,7 +97,7 @@ export const definition = (
     title: _title,
     description: own,
     ...parameters
-  } = resolve(schema, schema, new Set()) as JsonObject
+  } = dereferenced(schema) ?? schema
   return {
     name,
     description: description !== "" ? description : typeof own === "string" ? describe(own) : "",
