@@ -6,9 +6,9 @@
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
 import * as ZipDirectory from "../../state/ZipDirectory.js"
 import * as SkillArchive from "../SkillArchive.js"
+import * as ThreadFile from "./ThreadFile.js"
 
 /** The most of one member that is unpacked to be served (DeerFlow's `MAX_SKILL_ARCHIVE_MEMBER_BYTES`). */
 export const MAX_MEMBER_BYTES = 16 * 1024 * 1024
@@ -31,18 +31,18 @@ export const splitPath = (virtual: string): { readonly archive: string; readonly
  */
 export const read = (host: string, archive: string, member: string): Effect.Effect<Uint8Array, MemberError> =>
   Effect.gen(function*() {
-    const stat = yield* Effect.tryPromise({
-      try: () => Fs.promises.stat(host),
-      catch: () => new MemberError({ reason: "not_found", message: `Skill file not found: ${archive}` })
-    })
-    if (!stat.isFile()) {
-      return yield* new MemberError({ reason: "not_a_file", message: `Path is not a file: ${archive}` })
-    }
-    if (stat.size > SkillArchive.MAX_ARCHIVE_BYTES) {
+    // (opened at the path resolved: a link swapped in since is not followed, see `ThreadFile`)
+    const bytes = yield* ThreadFile.readBounded(host, SkillArchive.MAX_ARCHIVE_BYTES).pipe(
+      Effect.mapError((error) =>
+        error.reason === "not_a_file"
+          ? new MemberError({ reason: "not_a_file", message: `Path is not a file: ${archive}` })
+          : new MemberError({ reason: "not_found", message: `Skill file not found: ${archive}` })
+      )
+    )
+    if (bytes === "too_large") {
       return yield* new MemberError({ reason: "too_large", message: "Skill archive is too large to preview" })
     }
     const missing = new MemberError({ reason: "not_found", message: `File '${member}' not found in skill archive` })
-    const bytes = yield* Effect.tryPromise({ try: () => Fs.promises.readFile(host), catch: () => missing })
     // (an archive of more entries than a skill may hold is not opened: each is an object jszip builds first)
     const directory = ZipDirectory.read(bytes, SkillArchive.MAX_ENTRIES)
     if (directory !== undefined && directory.entries > SkillArchive.MAX_ENTRIES) {

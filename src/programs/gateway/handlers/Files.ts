@@ -26,6 +26,7 @@ import { fail, GatewayError, notFound, problem, serverFault } from "../api/Probl
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as SkillArchiveMember from "../SkillArchiveMember.js"
+import * as ThreadFile from "../ThreadFile.js"
 import * as Access from "./Access.js"
 import { MAX_EDITABLE_BYTES } from "./FileEdits.js"
 import { json, queryFlag } from "./Http.js"
@@ -133,30 +134,39 @@ const bytesResponse = (
   })
 }
 
-/** An artifact too large to hold: typed by its first 8 KiB, and streamed from the disk (the range asked for). */
+/**
+ * An artifact too large to hold: typed by its first 8 KiB, and streamed from its open file (the range asked for),
+ * which the stream closes (or this, when no stream is made).
+ */
 const streamedResponse = (
-  host: string,
-  size: number,
+  opened: ThreadFile.Opened,
   name: string,
   download: boolean,
   rangeHeader: string | undefined
 ) =>
   Effect.tryPromise(async () => {
-    const range = byteRange(rangeHeader, size)
-    if (range === "unsatisfiable") return unsatisfiable(rangeHeader, size)
-    const handle = await Fs.promises.open(host, "r")
-    const head = new Uint8Array(8192)
-    const { bytesRead } = await handle.read(head, 0, head.byteLength, 0).finally(() => handle.close())
-    const { start, end } = range ?? { start: 0, end: size - 1 }
-    return HttpServerResponse.raw(Fs.createReadStream(host, { start, end }), {
-      status: range === undefined ? 200 : 206,
-      contentType: artifactTypeOf(name, head.subarray(0, bytesRead)),
-      headers: {
-        ...artifactHeaders(name, download),
-        "content-length": String(end - start + 1),
-        ...(range === undefined ? {} : { "content-range": `bytes ${start}-${end}/${size}` })
-      }
-    })
+    const { handle, size } = opened
+    let streaming = false
+    try {
+      const range = byteRange(rangeHeader, size)
+      if (range === "unsatisfiable") return unsatisfiable(rangeHeader, size)
+      const head = new Uint8Array(8192)
+      const { bytesRead } = await handle.read(head, 0, head.byteLength, 0)
+      const { start, end } = range ?? { start: 0, end: size - 1 }
+      const stream = handle.createReadStream({ start, end, autoClose: true })
+      streaming = true
+      return HttpServerResponse.raw(stream, {
+        status: range === undefined ? 200 : 206,
+        contentType: artifactTypeOf(name, head.subarray(0, bytesRead)),
+        headers: {
+          ...artifactHeaders(name, download),
+          "content-length": String(end - start + 1),
+          ...(range === undefined ? {} : { "content-range": `bytes ${start}-${end}/${size}` })
+        }
+      })
+    } finally {
+      if (!streaming) await handle.close()
+    }
   })
 
 const artifactUrl = (threadId: string, virtualPath: string) =>
@@ -426,23 +436,20 @@ export const layer = (api: DeerFlowApi) =>
               return bytesResponse(member, name, download, requestHeaders.range, cached)
             }
             const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))
-            const stat = yield* Effect.tryPromise({
-              try: () => Fs.promises.stat(host),
-              catch: () => notFound(`Artifact ${virtual}`)
-            })
-            // (a folder: DeerFlow's 400)
-            if (!stat.isFile()) return yield* fail("bad_request", `Path is not a file: ${virtual}`)
+            // (read from the file opened at the path resolved: a link the model's bash swapped in since is not
+            // followed; a folder is DeerFlow's 400)
+            const opened = yield* Effect.mapError(ThreadFile.open(host), (error) =>
+              error.reason === "not_a_file"
+                ? fail("bad_request", `Path is not a file: ${virtual}`)
+                : notFound(`Artifact ${virtual}`))
             const name = Path.basename(virtual)
-            if (stat.size > MAX_BUFFERED_BYTES) {
+            if (opened.size > MAX_BUFFERED_BYTES) {
               return yield* Effect.orElseFail(
-                streamedResponse(host, stat.size, name, download, requestHeaders.range),
+                streamedResponse(opened, name, download, requestHeaders.range),
                 () => notFound(`Artifact ${virtual}`)
               )
             }
-            const bytes = yield* Effect.tryPromise({
-              try: () => Fs.promises.readFile(host),
-              catch: () => notFound(`Artifact ${virtual}`)
-            })
+            const bytes = yield* Effect.orElseFail(ThreadFile.readAll(opened), () => notFound(`Artifact ${virtual}`))
             // the revision an edit names (`expected_sha256`), as DeerFlow's app reads it: the whole file's
             const etag = `"${Crypto.createHash("sha256").update(bytes).digest("hex")}"`
             return bytesResponse(bytes, name, download, requestHeaders.range, { etag })
