@@ -35,6 +35,7 @@ import { ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as ConfiguredMiddlewares from "./ConfiguredMiddlewares.js"
 import * as Factory from "./Factory.js"
+import * as ThreadFile from "./ThreadFile.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -294,10 +295,9 @@ export const copyThreadFiles = (
       return "not_found" as const
     }
     try {
-      await Fs.promises.cp(source, threadPaths(home, userId, to).root, {
-        recursive: true,
-        filter: async (file) => !(await Fs.promises.lstat(file)).isSymbolicLink() && !skip(Path.basename(file))
-      })
+      // (file by file, each opened where the walk found it: a run of the thread may be going on, and its bash
+      // swapping a file for a link to another user's files was followed by a copy that opened the path again)
+      await ThreadFile.copyTree(await Fs.promises.realpath(source), threadPaths(home, userId, to).root, skip)
       return "copied" as const
     } catch {
       return "failed" as const

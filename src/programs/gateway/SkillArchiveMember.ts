@@ -8,7 +8,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as ZipDirectory from "../../state/ZipDirectory.js"
 import * as SkillArchive from "../SkillArchive.js"
-import * as ThreadFile from "./ThreadFile.js"
+import * as ThreadFile from "../ThreadFile.js"
 
 /** The most of one member that is unpacked to be served (DeerFlow's `MAX_SKILL_ARCHIVE_MEMBER_BYTES`). */
 export const MAX_MEMBER_BYTES = 16 * 1024 * 1024

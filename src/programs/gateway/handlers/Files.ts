@@ -26,7 +26,7 @@ import { fail, GatewayError, notFound, problem, serverFault } from "../api/Probl
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as SkillArchiveMember from "../SkillArchiveMember.js"
-import * as ThreadFile from "../ThreadFile.js"
+import * as ThreadFile from "../../ThreadFile.js"
 import * as Access from "./Access.js"
 import { MAX_EDITABLE_BYTES } from "./FileEdits.js"
 import { json, queryFlag } from "./Http.js"

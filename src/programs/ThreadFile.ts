@@ -1,6 +1,7 @@
 /**
- * A file of a thread that the gateway reads for a client (an artifact, a `.skill` archive previewed), opened at the
- * real path its sandbox resolved (`Sandbox.resolve`) and nowhere else. The model's bash may change the thread's
+ * A file of a thread that the gateway reads for a client (an artifact, a `.skill` archive previewed) or copies to
+ * another thread (a copy, a branch), opened at the real path its sandbox resolved (`Sandbox.resolve`), or that a
+ * walk of the thread's real folder named, and nowhere else. The model's bash may change the thread's
  * files while a run goes on: a link it swaps in for the file after the path was resolved (to another user's files
  * or to `config.yaml`, by a relative target) was followed by a read that opened the path again. So the file is opened
  * once, without following a link at its end (`O_NOFOLLOW`) and without blocking on a FIFO (`O_NONBLOCK`), checked on
@@ -11,6 +12,8 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import type * as Fsp from "node:fs/promises"
+import * as Path from "node:path"
+import { pipeline } from "node:stream/promises"
 
 /** Why a resolved file is not read: not there (or a link now), not a regular file, or no longer where it was. */
 export class ThreadFileError extends Data.TaggedError("ThreadFileError")<{
@@ -25,23 +28,26 @@ export interface Opened {
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = Fs.constants
 
+// (throws a `ThreadFileError`, or the file system's error)
+const openAt = async (real: string): Promise<Opened> => {
+  const handle = await Fs.promises.open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+  try {
+    const stat = await handle.stat()
+    if (process.platform === "linux" && (await Fs.promises.readlink(`/proc/self/fd/${handle.fd}`)) !== real) {
+      throw new ThreadFileError({ reason: "moved" })
+    }
+    if (!stat.isFile()) throw new ThreadFileError({ reason: "not_a_file" })
+    return { handle, size: stat.size }
+  } catch (error) {
+    await handle.close()
+    throw error
+  }
+}
+
 /** Opens the regular file at `real` (a real path a sandbox resolved), refusing whatever now stands there instead. */
 export const open = (real: string): Effect.Effect<Opened, ThreadFileError> =>
   Effect.tryPromise({
-    try: async () => {
-      const handle = await Fs.promises.open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-      try {
-        const stat = await handle.stat()
-        if (process.platform === "linux" && (await Fs.promises.readlink(`/proc/self/fd/${handle.fd}`)) !== real) {
-          throw new ThreadFileError({ reason: "moved" })
-        }
-        if (!stat.isFile()) throw new ThreadFileError({ reason: "not_a_file" })
-        return { handle, size: stat.size }
-      } catch (error) {
-        await handle.close()
-        throw error
-      }
-    },
+    try: () => openAt(real),
     catch: (error) => error instanceof ThreadFileError ? error : new ThreadFileError({ reason: "not_found" })
   })
 
@@ -75,3 +81,31 @@ export const readBounded = (
 ): Effect.Effect<Uint8Array | "too_large", ThreadFileError> =>
   Effect.flatMap(open(real), (opened): Effect.Effect<Uint8Array | "too_large", ThreadFileError> =>
     opened.size > limit ? Effect.as(close(opened), "too_large" as const) : readAll(opened))
+
+/**
+ * Copies the regular files and folders under `from` (a real path) to `to` (made), leaving out links, FIFOs and the
+ * names `skip` names, and a file found to be something else once opened (a link or folder swapped in by a command
+ * running meanwhile: its contents are not the thread's). Files keep their permissions.
+ */
+export const copyTree = async (from: string, to: string, skip: (name: string) => boolean): Promise<void> => {
+  await Fs.promises.mkdir(to, { recursive: true })
+  for (const entry of await Fs.promises.readdir(from, { withFileTypes: true })) {
+    if (skip(entry.name)) continue
+    const source = Path.join(from, entry.name)
+    const target = Path.join(to, entry.name)
+    if (entry.isDirectory()) await copyTree(source, target, skip)
+    else if (entry.isFile()) await copyFile(source, target)
+  }
+}
+
+const copyFile = async (source: string, target: string): Promise<void> => {
+  const opened = await openAt(source).catch(() => undefined)
+  if (opened === undefined) return
+  try {
+    const mode = (await opened.handle.stat()).mode & 0o777
+    const output = await Fs.promises.open(target, "wx", mode)
+    await pipeline(opened.handle.createReadStream({ autoClose: false }), output.createWriteStream())
+  } finally {
+    await opened.handle.close()
+  }
+}
