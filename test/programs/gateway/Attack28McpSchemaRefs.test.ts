@@ -28,12 +28,14 @@ const doubling = (n: number) => {
 
 const place = { type: "object", properties: { city: { type: "string" } } }
 
+const PLACE = { $ref: "#/$defs/place" }
+
 const TOOLS = [
   { name: "plain", description: "A plain tool", inputSchema: { type: "object", properties: { q: { type: "string" } } } },
   {
     name: "trip",
     description: "Two places of one definition",
-    inputSchema: { type: "object", properties: { from: { $ref: "#/$defs/place" }, to: { $ref: "#/$defs/place" } }, $defs: { place } }
+    inputSchema: { type: "object", properties: { from: PLACE, to: PLACE }, $defs: { place } }
   },
   { name: "doubling", description: "2^16 values once resolved", inputSchema: doubling(16) }
 ]
@@ -45,7 +47,8 @@ const api = Requests.as(() => gateway)
 beforeAll(async () => {
   const dir = Support.tempDir("antler-attack28-refs-")
   const server = { ...McpServers.listing(TOOLS), command: "node" }
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({ mcpServers: { refs: server }, skills: {} }))
+  const extensions = { mcpServers: { refs: server }, skills: {} }
+  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify(extensions))
   gateway = await Support.start({
     script: () => "Done.",
     source: Path.join(dir, "config.yaml"),
