@@ -31,7 +31,7 @@ const place = { type: "object", properties: { city: { type: "string" } } }
 const PLACE = { $ref: "#/$defs/place" }
 
 const TOOLS = [
-  { name: "plain", description: "A plain tool", inputSchema: { type: "object", properties: { q: { type: "string" } } } },
+  { name: "plain", description: "Plain", inputSchema: { type: "object", properties: { q: { type: "string" } } } },
   {
     name: "trip",
     description: "Two places of one definition",
