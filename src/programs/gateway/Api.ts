@@ -39,6 +39,7 @@ import * as FileEdits from "./handlers/FileEdits.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
 import * as Memory from "./handlers/Memory.js"
+import * as RunMessages from "./handlers/RunMessages.js"
 import * as Runs from "./handlers/Runs.js"
 import * as ScheduledTasks from "./handlers/ScheduledTasks.js"
 import * as Security from "./handlers/Security.js"
@@ -100,6 +101,7 @@ const handlersLayer = (options: Options) => {
     Catalog.skillsLayer(SERVED.deerflow),
     ScheduledTasks.layer(SERVED.deerflow),
     Turns.layer(SERVED.deerflow),
+    RunMessages.layer(SERVED.deerflow),
     Compact.layer(SERVED.deerflow, options.model, options.models, userCalls, options.authorization),
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),

@@ -132,6 +132,8 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["PUT", "/threads/:thread_id/runs/:run_id/feedback", "feedback"],
   ["GET", "/threads/:thread_id/runs/:run_id/feedback", "none"],
   ["DELETE", "/threads/:thread_id/runs/:run_id/feedback", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id/messages", "none"],
+  ["GET", "/runs/:run_id/messages", "none"],
   ["GET", "/threads/:thread_id/goal", "none"],
   ["PUT", "/threads/:thread_id/goal", "goal"],
   ["DELETE", "/threads/:thread_id/goal", "none"],

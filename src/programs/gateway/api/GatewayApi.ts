@@ -24,6 +24,7 @@ import * as Health from "./Health.js"
 import * as McpTasks from "./McpTasks.js"
 import * as Memory from "./Memory.js"
 import { refusal } from "./Problem.js"
+import * as RunMessages from "./RunMessages.js"
 import * as Runs from "./Runs.js"
 import * as ScheduledTasks from "./ScheduledTasks.js"
 import * as Store from "./Store.js"
@@ -59,6 +60,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Catalog.skills)
   .add(ScheduledTasks.group)
   .add(Turns.group)
+  .add(RunMessages.group)
   .add(Compact.group)
   .add(Branches.group)
   .add(Memory.group)

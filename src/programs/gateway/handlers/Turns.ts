@@ -26,7 +26,6 @@ import * as Body from "../Body.js"
 import * as MessageHistory from "../MessageHistory.js"
 import * as MessagesPage from "../MessagesPage.js"
 import * as Protocol from "../Protocol.js"
-import * as RunJournal from "../RunJournal.js"
 import * as TurnDurations from "../TurnDurations.js"
 import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
@@ -47,25 +46,11 @@ export const contextUsage = (tokenCount: number, window: number | undefined) => 
   percentage: window !== undefined && window > 0 ? Math.round((tokenCount / window) * 1000) / 10 : null
 })
 
-const EVENT_TYPES: Record<string, string> = {
-  human: "llm.human.input",
-  ai: "llm.ai.response",
-  tool: "llm.tool.result",
-  system: "llm.system"
-}
-
 /** Whether the app hides a message (a date reminder, a goal continuation). */
 export const hidden = TurnDurations.hidden
 
-/**
- * Whether the messages page shows a message: one not hidden, and a hidden answer to a clarification question (the
- * app shows the question's card answered with it), as DeerFlow's journal keeps the `ask_clarification` answers.
- */
-export const shownOnPage = (message: M.Message) => {
-  if (!hidden(message)) return true
-  const response = M.kwarg(message, "human_input_response") as { readonly source?: unknown } | undefined
-  return message.type === "human" && M.isHumanInputResponse(response) && response?.source === "ask_clarification"
-}
+/** Whether the messages page shows a message (see `MessagesPage.shownOnPage`). */
+export const shownOnPage = MessagesPage.shownOnPage
 
 const feedbackOf = (record: RunRecord | undefined) => {
   const value = record?.metadata?.[FEEDBACK] as typeof TurnsApi.Feedback.Type | undefined
@@ -168,7 +153,8 @@ export const layer = (api: DeerFlowApi) =>
             }
             const lastAnswer = lastAnswerOf(visible)
             const lastOnPage = lastAnswerOf(page)
-            const data = page.map(({ message, seq, run_id, created_at }) => {
+            const data = page.map((shown) => {
+              const { seq, run_id } = shown
               const runId = run_id === "" ? null : run_id
               const feedback = runId !== null && lastAnswer.get(runId) === seq
                 ? feedbackOf(records.get(runId))
@@ -176,23 +162,8 @@ export const layer = (api: DeerFlowApi) =>
               const duration = runId !== null && lastOnPage.get(runId) === seq
                 ? TurnDurations.turnDuration(records.get(runId))
                 : undefined
-              // (a question as the user wrote it, as DeerFlow's page reads it from its run events)
-              const content = RunJournal.original(message) as unknown as Record<string, unknown>
               return {
-                run_id: runId,
-                seq,
-                thread_id: thread.threadId,
-                event_type: EVENT_TYPES[message.type] ?? "llm.message",
-                category: "message",
-                content: duration === undefined ? content : {
-                  ...content,
-                  additional_kwargs: {
-                    ...(content["additional_kwargs"] as object | undefined),
-                    turn_duration: duration
-                  }
-                },
-                metadata: { caller: "lead_agent" },
-                created_at: created_at === "" ? null : created_at,
+                ...MessagesPage.row(shown, thread.threadId, duration),
                 feedback: feedback === undefined
                   ? null
                   : { feedback_id: feedback.feedback_id, rating: feedback.rating, comment: feedback.comment }

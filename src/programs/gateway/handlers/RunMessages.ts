@@ -1,0 +1,97 @@
+/**
+ * The message lists of one run (declared in `api/RunMessages.ts`), over the thread's history as the messages page
+ * reads it (`MessageHistory`, `MessagesPage`): every message the run wrote that the page shows, with the page's
+ * `seq` (the thread's one numbering, so a cursor means the same on both), those a compaction summarised away or a
+ * later fork took back included, as DeerFlow's journal keeps them. The thread's route stamps the run's
+ * `turn_duration` on its last answer of the page, as DeerFlow's; the route by run id alone does not, as DeerFlow's.
+ * Another user's thread or run is a 404; a run of the user's thread that wrote nothing (or no run of that id: a
+ * branch's seeded turns name runs no record holds) is an empty page, as DeerFlow reads its journal by run id.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { fail, notFound } from "../api/Problem.js"
+import * as RunMessagesApi from "../api/RunMessages.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as MessageHistory from "../MessageHistory.js"
+import * as MessagesPage from "../MessagesPage.js"
+import * as ThreadIds from "../ThreadIds.js"
+import * as TurnDurations from "../TurnDurations.js"
+import * as Access from "./Access.js"
+import type { ThreadRef } from "./Access.js"
+import type { QueryValue } from "./Http.js"
+import { json } from "./Http.js"
+
+const first = (value: QueryValue) => (Array.isArray(value) ? value[0] : value) as string | undefined
+
+/** A query's positive integer of at most `max` (absent: `fallback`), else a 422 naming it and what it was. */
+const positive = (name: string, value: QueryValue, max: number) =>
+  Effect.gen(function*() {
+    const text = first(value)
+    if (text === undefined) return undefined
+    const n = Number(text)
+    if (text.trim() === "" || !Number.isInteger(n) || n < 1 || n > max) {
+      return yield* fail("unprocessable", `${name} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}.`)
+    }
+    return n
+  })
+
+/** The page's cursor of a request's query (DeerFlow's bounds: `limit` 1-200, default 50; seqs from 1). */
+const cursorOf = (params: typeof RunMessagesApi.PageParams.Type) =>
+  Effect.gen(function*() {
+    const most = Number.MAX_SAFE_INTEGER
+    return {
+      limit: (yield* positive("limit", params.limit, 200)) ?? 50,
+      before_seq: yield* positive("before_seq", params.before_seq, most),
+      after_seq: yield* positive("after_seq", params.after_seq, most)
+    } satisfies MessagesPage.Cursor
+  })
+
+/** The run messages endpoints of `api` (DeerFlow's, under `/api`). */
+export const layer = (api: DeerFlowApi) =>
+  HttpApiBuilder.group(api, "runMessages", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const { store, storeFailed } = access
+
+      /** A page of the messages run `runId` of the user's thread wrote; with `durations`, its turn_duration. */
+      const page = (thread: ThreadRef, runId: string, cursor: MessagesPage.Cursor, durations: boolean) =>
+        Effect.gen(function*() {
+          const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
+          const folded = MessageHistory.fold(records)
+          if (Either.isLeft(folded)) return yield* fail("internal", folded.left.message)
+          const { data, has_more } = MessagesPage.cut(MessagesPage.ofRun(folded.right, runId), cursor)
+          const [record] = durations && data.length > 0
+            ? yield* Effect.mapError(store.runs({ runId }), storeFailed)
+            : []
+          const duration = record?.thread_id === thread.stored ? TurnDurations.turnDuration(record) : undefined
+          const last = duration === undefined ? undefined : data.findLast((row) => row.message.type === "ai")
+          const rows = data.map((shown) =>
+            MessagesPage.row(shown, thread.threadId, shown === last ? duration : undefined)
+          )
+          return json(RunMessagesApi.RunMessagesPage, { data: rows, has_more })
+        })
+
+      return handlers
+        .handleRaw("threadRunMessages", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            return yield* page(thread, path.run_id, yield* cursorOf(urlParams), true)
+          }))
+        .handleRaw("runMessages", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const cursor = yield* cursorOf(urlParams)
+            const [record] = yield* Effect.mapError(store.runs({ runId: path.run_id }), storeFailed)
+            if (record === undefined) return yield* notFound(`Run ${path.run_id}`)
+            // (the user's thread of the run, or none: another user's run is a run this user does not have)
+            const threadId = ThreadIds.publicIdOf(user, record.thread_id)
+            const thread = yield* access.threadRef(user, threadId).pipe(
+              Effect.catchIf((error) => error.reason === "not_found", () => notFound(`Run ${path.run_id}`))
+            )
+            if (thread.stored !== record.thread_id) return yield* notFound(`Run ${path.run_id}`)
+            return yield* page(thread, path.run_id, cursor, false)
+          }))
+    }))
