@@ -147,6 +147,8 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["DELETE", "/memory", "none"],
   ["POST", "/memory/reload", "none"],
   ["GET", "/memory/export", "none"],
+  ["GET", "/memory/config", "none"],
+  ["GET", "/memory/status", "none"],
   ["POST", "/memory/import", "patch"],
   ["POST", "/memory/facts", "patch"],
   ["PATCH", "/memory/facts/:fact_id", "patch"],

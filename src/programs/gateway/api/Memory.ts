@@ -1,7 +1,8 @@
 /**
  * DeerFlow's memory endpoints, declared (its settings screen "Memory"): the request's user's long-term memory
  * document (summaries and facts, DeerMem's shape), cleared, exported, imported, and its facts created, changed
- * and deleted one by one. Every answer that changes memory is the memory document after the change, as DeerFlow
+ * and deleted one by one; how memory is set up (`/memory/config`), and that with the user's memory
+ * (`/memory/status`). Every answer that changes memory is the memory document after the change, as DeerFlow
  * answers. Implemented in `handlers/Memory.ts`.
  */
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
@@ -69,6 +70,20 @@ export const FactPatch = Schema.Struct({
   confidence: Schema.optional(Schema.NullOr(Confidence))
 })
 
+/** How memory is set up (DeerFlow's `MemoryConfigResponse`: `config.yaml`'s `memory` as the gateway runs it). */
+export const MemoryConfigAnswer = Schema.Struct({
+  enabled: Schema.Boolean,
+  mode: Schema.Literal("middleware", "tool"),
+  injection_enabled: Schema.Boolean,
+  shutdown_flush_timeout_seconds: Schema.Number,
+  manager_class: Schema.String,
+  backend_config: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+}).annotations({ identifier: "MemoryConfig" })
+
+/** How memory is set up and what the user's holds (DeerFlow's `MemoryStatusResponse`). */
+export const MemoryStatus = Schema.Struct({ config: MemoryConfigAnswer, data: MemoryDocument })
+  .annotations({ identifier: "MemoryStatus" })
+
 const FactPath = Schema.Struct({ fact_id: Schema.String })
 
 const MemoryFailed = Schema.Union(
@@ -84,6 +99,17 @@ export const group = HttpApiGroup.make("memory")
       .addSuccess(MemoryDocument)
       .addError(MemoryFailed)
       .annotate(OpenApi.Summary, "The user's memory")
+  )
+  .add(
+    HttpApiEndpoint.get("getMemoryConfig", "/memory/config")
+      .addSuccess(MemoryConfigAnswer)
+      .annotate(OpenApi.Summary, "How memory is set up (config.yaml's memory section, as the gateway runs it)")
+  )
+  .add(
+    HttpApiEndpoint.get("getMemoryStatus", "/memory/status")
+      .addSuccess(MemoryStatus)
+      .addError(MemoryFailed)
+      .annotate(OpenApi.Summary, "How memory is set up, and the user's memory")
   )
   .add(
     HttpApiEndpoint.post("reloadMemory", "/memory/reload")

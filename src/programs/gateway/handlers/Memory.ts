@@ -111,7 +111,24 @@ export const layer = (api: DeerFlowApi) =>
 
       const factNotFound = (id: string) => fail("not_found", `Memory fact '${id}' not found.`)
 
+      // (DeerFlow's shared fields, `backend_config` as the gateway reads it, its defaults filled in)
+      const configAnswer = Effect.map(config, ({ config: { memory } }): typeof MemoryApi.MemoryConfigAnswer.Type => ({
+        enabled: memory.enabled,
+        mode: memory.mode,
+        injection_enabled: memory.injection_enabled,
+        shutdown_flush_timeout_seconds: memory.shutdown_flush_timeout_seconds,
+        manager_class: memory.manager_class,
+        backend_config: memory.backend_config
+      }))
+
       return handlers
+        .handleRaw("getMemoryConfig", () =>
+          Effect.map(configAnswer, (settings) => json(MemoryApi.MemoryConfigAnswer, settings)))
+        .handleRaw("getMemoryStatus", () =>
+          Effect.map(
+            Effect.zip(configAnswer, current),
+            ([settings, doc]) => json(MemoryApi.MemoryStatus, { config: settings, data: shown(doc) })
+          ))
         .handleRaw("getMemory", () => Effect.map(current, answer))
         .handleRaw("reloadMemory", () => Effect.map(current, answer))
         .handleRaw("exportMemory", () => Effect.map(current, answer))
