@@ -114,6 +114,17 @@ describe("the gateway's route permissions", () => {
       ["POST", "/threads/t1/runs/r1/stream", "runs:read"],
       ["GET", "/api/threads/t1/messages/page?limit=5", "runs:read"],
       ["POST", "/threads/t1/runs/r1/cancel", "runs:cancel"],
+      // (a run's feedback is the thread's, as DeerFlow's feedback router; a run's messages and feedback by its id
+      // alone are runs:read, as its runs router)
+      ["PUT", "/api/threads/t1/runs/r1/feedback", "threads:write"],
+      ["POST", "/api/threads/t1/runs/r1/feedback", "threads:write"],
+      ["GET", "/api/threads/t1/runs/r1/feedback", "threads:read"],
+      ["GET", "/api/threads/t1/runs/r1/feedback/stats", "threads:read"],
+      ["DELETE", "/api/threads/t1/runs/r1/feedback", "threads:delete"],
+      ["DELETE", "/api/threads/t1/runs/r1/feedback/f1", "threads:delete"],
+      ["GET", "/api/threads/t1/runs/r1/messages", "runs:read"],
+      ["GET", "/api/runs/r1/messages", "runs:read"],
+      ["GET", "/api/runs/r1/feedback", "runs:read"],
       ["POST", "/threads/search", "threads:read"],
       ["POST", "/threads", "threads:write"],
       ["POST", "/api/input-polish", "runs:create"],

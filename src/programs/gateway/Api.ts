@@ -35,6 +35,7 @@ import * as CustomSkills from "./handlers/CustomSkills.js"
 import * as Extensions from "./handlers/Extensions.js"
 import * as McpTasks from "./handlers/McpTasks.js"
 import * as Features from "./handlers/Features.js"
+import * as Feedback from "./handlers/Feedback.js"
 import * as FileEdits from "./handlers/FileEdits.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
@@ -102,6 +103,7 @@ const handlersLayer = (options: Options) => {
     ScheduledTasks.layer(SERVED.deerflow),
     Turns.layer(SERVED.deerflow),
     RunMessages.layer(SERVED.deerflow),
+    Feedback.layer(SERVED.deerflow),
     Compact.layer(SERVED.deerflow, options.model, options.models, userCalls, options.authorization),
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),

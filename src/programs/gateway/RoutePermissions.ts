@@ -65,13 +65,14 @@ export const permissionOf = (method: string, url: string): Authz.Permission | un
     return byMethod(m)
   }
   if (third === "runs" || third === "messages") {
+    // (a run's feedback is the thread's, as DeerFlow's feedback router: rated, listed and removed as it)
+    if (third === "runs" && fifth === "feedback") return byMethod(m)
     if (m === "GET") return "runs:read"
     if (fourth === undefined || fourth === "stream" || fourth === "wait" || fourth === "regenerate" ||
       fourth === "edit-regenerate" || fourth === "crons") {
       return "runs:create"
     }
     if (fifth === "cancel" || m === "DELETE") return "runs:cancel"
-    if (fifth === "feedback") return "threads:write"
     // (joining a run's stream with POST, as DeerFlow's app does)
     return "runs:read"
   }

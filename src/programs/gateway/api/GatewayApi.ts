@@ -18,6 +18,7 @@ import * as Crons from "./Crons.js"
 import * as CustomSkills from "./CustomSkills.js"
 import * as Extensions from "./Extensions.js"
 import * as Features from "./Features.js"
+import * as Feedback from "./Feedback.js"
 import * as FileEdits from "./FileEdits.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
@@ -61,6 +62,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(ScheduledTasks.group)
   .add(Turns.group)
   .add(RunMessages.group)
+  .add(Feedback.group)
   .add(Compact.group)
   .add(Branches.group)
   .add(Memory.group)

@@ -1,7 +1,7 @@
 /**
  * DeerFlow's endpoints about a thread's turns, declared (DeerFlow's paths and shapes, under `/api`): the pages of
- * its messages (a chat opened or reloaded), its token usage, a run's events and workspace changes, feedback on
- * a run's answer, and the thread's goal. Implemented in `handlers/Turns.ts`.
+ * its messages (a chat opened or reloaded), its token usage, a run's events and workspace changes, and the thread's
+ * goal (the feedback on a run's answer: `Feedback.ts`). Implemented in `handlers/Turns.ts`.
  */
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
@@ -16,32 +16,8 @@ import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.
 
 const RunNotFound = refusal(404, "No such thread (of this user), or no such run of it")
 
-/** Feedback on a run's answer. */
-export const Feedback = Schema.Struct({
-  feedback_id: Schema.String,
-  run_id: Schema.String,
-  thread_id: Schema.String,
-  user_id: Schema.NullOr(Schema.String),
-  message_id: Schema.NullOr(Schema.String),
-  rating: Schema.Literal(1, -1),
-  comment: Schema.NullOr(Schema.String),
-  created_at: Schema.String
-}).annotations({ identifier: "Feedback" })
-
-/** The feedback on a run (the user's, when there is some). */
-export const FeedbackList = Schema.Array(Feedback)
-
 /** A run's events. */
 export const EventList = Schema.Array(JsonRecord)
-
-/** A deletion done. */
-export const Success = Schema.Struct({ success: Schema.Boolean })
-
-/** `PUT .../runs/{run_id}/feedback`: thumbs up (1) or down (-1), with an optional comment. */
-export const FeedbackUpsert = Schema.Struct({
-  rating: Schema.Number,
-  comment: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(10_000))))
-})
 
 /** One message of a thread's page. */
 export const MessageRow = Schema.Struct({
@@ -166,30 +142,6 @@ export const group = HttpApiGroup.make("turns")
       .annotate(OpenApi.Summary, "What a run changed in the thread's workspace and outputs, with diffs")
   )
   .add(
-    HttpApiEndpoint.put("putFeedback", "/threads/:thread_id/runs/:run_id/feedback")
-      .setPath(RunPath)
-      .setPayload(FeedbackUpsert)
-      .addSuccess(Feedback)
-      .addError(RunNotFound)
-      .addError(BodyRefusals)
-      .addError(refusal(400, "A rating that is not 1 or -1"))
-      .annotate(OpenApi.Summary, "Rate a run's answer (replaces the user's earlier rating)")
-  )
-  .add(
-    HttpApiEndpoint.get("getFeedback", "/threads/:thread_id/runs/:run_id/feedback")
-      .setPath(RunPath)
-      .addSuccess(FeedbackList)
-      .addError(RunNotFound)
-      .annotate(OpenApi.Summary, "The feedback on a run")
-  )
-  .add(
-    HttpApiEndpoint.del("deleteFeedback", "/threads/:thread_id/runs/:run_id/feedback")
-      .setPath(RunPath)
-      .addSuccess(Success)
-      .addError(refusal(404, "No such thread or run (of this user), or no feedback on it"))
-      .annotate(OpenApi.Summary, "Remove the user's feedback on a run")
-  )
-  .add(
     HttpApiEndpoint.get("getGoal", "/threads/:thread_id/goal")
       .setPath(ThreadPath)
       .addSuccess(GoalAnswer)
@@ -215,4 +167,4 @@ export const group = HttpApiGroup.make("turns")
       .annotate(OpenApi.Summary, "Clear the thread's goal")
   )
   .middlewareEndpoints(Authentication)
-  .annotate(OpenApi.Description, "A thread's messages page by page, token usage, feedback, goal (DeerFlow's)")
+  .annotate(OpenApi.Description, "A thread's messages page by page, token usage, goal (DeerFlow's)")

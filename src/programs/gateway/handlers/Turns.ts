@@ -2,7 +2,7 @@
  * DeerFlow's endpoints about a thread's turns (declared in `api/Turns.ts`), over the thread's checkpoints: the
  * pages of its messages (each with the run that wrote it, and the run's feedback on its last answer; those a
  * compaction summarised away included, `MessageHistory`), its token usage (summed from the checkpoints' usage
- * records), feedback on a run (kept in the run's record), the goal
+ * records), the goal
  * (a state update through the `goal` reducer), a run's events (recorded by the gateway's `RunJournal`, paged by
  * `after_seq`, filtered by type and subagent task; a running run's as they are now), and what a run changed in the
  * thread's files (its `workspace_changes` event, `WorkspaceChanges`; `available: false` for a run that changed
@@ -19,13 +19,14 @@ import * as M from "../../../state/Message.js"
 import type { GoalState, StateUpdate } from "../../../state/ThreadState.js"
 import * as Run from "../../Run.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
-import { fail, notFound } from "../api/Problem.js"
+import { fail } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
 import * as MessageHistory from "../MessageHistory.js"
 import * as MessagesPage from "../MessagesPage.js"
 import * as Protocol from "../Protocol.js"
+import * as RunFeedback from "../RunFeedback.js"
 import * as TurnDurations from "../TurnDurations.js"
 import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
@@ -33,9 +34,6 @@ import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
 import { json, queryBool } from "./Http.js"
 import * as Live from "./Live.js"
-
-/** The run record's metadata key of the feedback on its answer. */
-export const FEEDBACK = "feedback"
 
 const first = (value: QueryValue) => (Array.isArray(value) ? value[0] : value) as string | undefined
 
@@ -51,11 +49,6 @@ export const hidden = TurnDurations.hidden
 
 /** Whether the messages page shows a message (see `MessagesPage.shownOnPage`). */
 export const shownOnPage = MessagesPage.shownOnPage
-
-const feedbackOf = (record: RunRecord | undefined) => {
-  const value = record?.metadata?.[FEEDBACK] as typeof TurnsApi.Feedback.Type | undefined
-  return typeof value === "object" && value !== null ? value : undefined
-}
 
 /** The turns endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi) =>
@@ -157,7 +150,7 @@ export const layer = (api: DeerFlowApi) =>
               const { seq, run_id } = shown
               const runId = run_id === "" ? null : run_id
               const feedback = runId !== null && lastAnswer.get(runId) === seq
-                ? feedbackOf(records.get(runId))
+                ? RunFeedback.rating(records.get(runId))
                 : undefined
               const duration = runId !== null && lastOnPage.get(runId) === seq
                 ? TurnDurations.turnDuration(records.get(runId))
@@ -297,49 +290,6 @@ export const layer = (api: DeerFlowApi) =>
               files: [],
               limits: {}
             })
-          }))
-        .handleRaw("putFeedback", ({ path }) =>
-          Effect.gen(function*() {
-            const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
-            const record = yield* access.ownedRun(thread.stored, path.run_id)
-            const request = yield* Body.json(TurnsApi.FeedbackUpsert)
-            if (request.rating !== 1 && request.rating !== -1) {
-              return yield* fail("bad_request", `rating must be +1 or -1, got ${request.rating}.`)
-            }
-            const earlier = feedbackOf(record)
-            const feedback: typeof TurnsApi.Feedback.Type = {
-              feedback_id: earlier?.feedback_id ?? M.newId(),
-              run_id: path.run_id,
-              thread_id: thread.threadId,
-              user_id: user,
-              message_id: null,
-              rating: request.rating,
-              comment: request.comment ?? null,
-              created_at: new Date(yield* Clock.currentTimeMillis).toISOString()
-            }
-            yield* Effect.mapError(
-              store.saveRun({ ...record, metadata: { ...record.metadata, [FEEDBACK]: feedback } }),
-              storeFailed
-            )
-            return json(TurnsApi.Feedback, feedback)
-          }))
-        .handleRaw("getFeedback", ({ path }) =>
-          Effect.gen(function*() {
-            const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
-            const feedback = feedbackOf(yield* access.ownedRun(thread.stored, path.run_id))
-            return json(TurnsApi.FeedbackList, feedback === undefined ? [] : [feedback])
-          }))
-        .handleRaw("deleteFeedback", ({ path }) =>
-          Effect.gen(function*() {
-            const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
-            const record = yield* access.ownedRun(thread.stored, path.run_id)
-            if (feedbackOf(record) === undefined) return yield* notFound("Feedback on this run")
-            const { [FEEDBACK]: _gone, ...metadata } = record.metadata ?? {}
-            yield* Effect.mapError(store.saveRun({ ...record, metadata }), storeFailed)
-            return json(TurnsApi.Success, { success: true })
           }))
         .handleRaw("getGoal", ({ path }) =>
           Effect.gen(function*() {

@@ -1,0 +1,125 @@
+/**
+ * The feedback endpoints (declared in `api/Feedback.ts`), over the run's record (`RunFeedback`): the user's rating
+ * of a run's answer (`PUT` replaces it, `DELETE` removes it), ratings given one by one (`POST`, at most
+ * `RunFeedback.MAX_MORE` a run; `DELETE .../feedback/{feedback_id}` removes one of either kind), listed oldest
+ * first and counted (`.../stats`), and listed by the run's id alone (`GET /api/runs/{run_id}/feedback`). Another
+ * user's thread or run is a 404, as a run of another thread.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type { RunRecord } from "../../../services/ThreadStore.js"
+import * as M from "../../../state/Message.js"
+import * as FeedbackApi from "../api/Feedback.js"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { fail, notFound } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as Body from "../Body.js"
+import * as RunFeedback from "../RunFeedback.js"
+import * as ThreadIds from "../ThreadIds.js"
+import * as Access from "./Access.js"
+import { json } from "./Http.js"
+
+const ratingOf = (rating: number) =>
+  rating === 1 || rating === -1
+    ? Effect.succeed(rating as 1 | -1)
+    : Effect.fail(fail("bad_request", `rating must be +1 or -1, got ${rating}.`))
+
+/** The feedback endpoints of `api` (DeerFlow's, under `/api`). */
+export const layer = (api: DeerFlowApi) =>
+  HttpApiBuilder.group(api, "feedback", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const { store, storeFailed } = access
+
+      /** The user, their thread of `path` and its run of `path`, or 404. */
+      const runOf = (path: { readonly thread_id: string; readonly run_id: string }) =>
+        Effect.gen(function*() {
+          const { user } = yield* CurrentIdentity
+          const thread = yield* access.threadRef(user, path.thread_id)
+          const record = yield* access.ownedRun(thread.stored, path.run_id)
+          return { user, thread, record }
+        })
+
+      const save = (record: RunRecord, metadata: NonNullable<RunRecord["metadata"]>) =>
+        Effect.mapError(store.saveRun({ ...record, metadata }), storeFailed)
+
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+      return handlers
+        .handleRaw("putFeedback", ({ path }) =>
+          Effect.gen(function*() {
+            const { record, thread, user } = yield* runOf(path)
+            const request = yield* Body.json(FeedbackApi.FeedbackUpsert)
+            const rating = yield* ratingOf(request.rating)
+            const feedback: RunFeedback.Feedback = {
+              feedback_id: RunFeedback.rating(record)?.feedback_id ?? M.newId(),
+              run_id: path.run_id,
+              thread_id: thread.threadId,
+              user_id: user,
+              message_id: null,
+              rating,
+              comment: request.comment ?? null,
+              created_at: yield* now
+            }
+            yield* save(record, RunFeedback.rated(record.metadata ?? {}, feedback))
+            return json(FeedbackApi.Feedback, feedback)
+          }))
+        .handleRaw("postFeedback", ({ path }) =>
+          Effect.gen(function*() {
+            const { record, thread, user } = yield* runOf(path)
+            const request = yield* Body.json(FeedbackApi.FeedbackCreate)
+            const rating = yield* ratingOf(request.rating)
+            if (RunFeedback.more(record).length >= RunFeedback.MAX_MORE) {
+              return yield* fail(
+                "conflict",
+                `Run ${path.run_id} has ${RunFeedback.MAX_MORE} ratings already; delete one to add another.`
+              )
+            }
+            const feedback: RunFeedback.Feedback = {
+              feedback_id: M.newId(),
+              run_id: path.run_id,
+              thread_id: thread.threadId,
+              user_id: user,
+              message_id: request.message_id ?? null,
+              rating,
+              comment: request.comment ?? null,
+              created_at: yield* now
+            }
+            yield* save(record, RunFeedback.added(record, feedback))
+            return json(FeedbackApi.Feedback, feedback)
+          }))
+        .handleRaw("getFeedback", ({ path }) =>
+          Effect.map(runOf(path), ({ record }) => json(FeedbackApi.FeedbackList, RunFeedback.all(record))))
+        .handleRaw("feedbackStats", ({ path }) =>
+          Effect.map(runOf(path), ({ record }) => json(FeedbackApi.FeedbackStats, RunFeedback.stats(record))))
+        .handleRaw("deleteFeedback", ({ path }) =>
+          Effect.gen(function*() {
+            const { record } = yield* runOf(path)
+            const feedback = RunFeedback.rating(record)
+            const metadata = feedback === undefined ? undefined : RunFeedback.without(record, feedback.feedback_id)
+            if (metadata === undefined) return yield* notFound("Feedback on this run")
+            yield* save(record, metadata)
+            return json(FeedbackApi.Success, { success: true })
+          }))
+        .handleRaw("deleteFeedbackById", ({ path }) =>
+          Effect.gen(function*() {
+            const { record } = yield* runOf(path)
+            const metadata = RunFeedback.without(record, path.feedback_id)
+            if (metadata === undefined) return yield* notFound(`Feedback ${path.feedback_id}`)
+            yield* save(record, metadata)
+            return json(FeedbackApi.Success, { success: true })
+          }))
+        .handleRaw("runFeedback", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const [record] = yield* Effect.mapError(store.runs({ runId: path.run_id }), storeFailed)
+            if (record === undefined) return yield* notFound(`Run ${path.run_id}`)
+            // (the run of the user's thread, or none: another user's run is a run this user does not have)
+            const thread = yield* access.threadRef(user, ThreadIds.publicIdOf(user, record.thread_id)).pipe(
+              Effect.catchIf((error) => error.reason === "not_found", () => notFound(`Run ${path.run_id}`))
+            )
+            if (thread.stored !== record.thread_id) return yield* notFound(`Run ${path.run_id}`)
+            return json(FeedbackApi.FeedbackList, RunFeedback.all(record))
+          }))
+    }))
