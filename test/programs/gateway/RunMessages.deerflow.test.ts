@@ -189,3 +189,30 @@ describe("GET /api/runs/{run_id}/messages (test_runs_api_endpoints)", () => {
     assert.notInclude(answer.text, "first question")
   })
 })
+
+describe("a run's messages after a regenerate took its turn back", () => {
+  it("are still the run's (DeerFlow's journal keeps every run's); the regenerate's are its own", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "regen" })).status, 200)
+    const run = await alice("POST", "/api/threads/regen/runs", { input: { messages: [{ type: "human", content: "q" }] } })
+    const original = run.json().run_id as string
+    await alice("GET", `/api/threads/regen/runs/${original}/join`)
+    const before = (await alice("GET", `/api/threads/regen/runs/${original}/messages`)).json()
+    assert.deepStrictEqual(before.data.map((row: any) => row.content.type), ["human", "ai"])
+    const prepared = await alice("POST", "/api/threads/regen/runs/regenerate/prepare", {
+      message_id: before.data[1].content.id
+    })
+    assert.strictEqual(prepared.status, 200, prepared.text)
+    const { input, checkpoint, metadata } = prepared.json()
+    const again = (await alice("POST", "/api/threads/regen/runs", { input, checkpoint, metadata })).json().run_id
+    await alice("GET", `/api/threads/regen/runs/${again}/join`)
+    // (the page shows the regenerated turn only; the original run still lists what it wrote)
+    const page = (await alice("GET", "/api/threads/regen/messages/page")).json()
+    assert.deepStrictEqual(page.data.map((row: any) => row.run_id), [again, again])
+    const after = (await alice("GET", `/api/runs/${original}/messages`)).json()
+    assert.deepStrictEqual(seqsOf(after), seqsOf(before))
+    const regenerated = (await alice("GET", `/api/runs/${again}/messages`)).json()
+    assert.deepStrictEqual(regenerated.data.map((row: any) => row.content.type), ["human", "ai"])
+    assert.deepStrictEqual(seqsOf(regenerated), page.data.map((row: any) => row.seq))
+    assert.isAbove(regenerated.data[0].seq, before.data[1].seq)
+  })
+})
