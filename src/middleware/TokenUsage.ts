@@ -30,7 +30,7 @@ import { RunContext, RunState } from "../services/RunContext.js"
 import type { AIMessage, JsonObject, Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
-import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
+import type { TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import { atOnce } from "./internal/StateRead.js"
@@ -239,6 +239,37 @@ export const usageDelta = (message: AIMessage, model: string): TokenUsageDelta |
   }
 }
 
+/** What one model call is booked as: the model its tokens go under, and its usage record (none: it reported none). */
+export interface CallUsage {
+  readonly model: string
+  /** The call's record; an internal call's names its purpose (`title`, `summarization`...). */
+  readonly delta: TokenUsageDelta | undefined
+}
+
+/**
+ * The usage of one model call, as TokenUsage and the run's journal (`UsageJournal`) count it: under the model its
+ * provider named, else the request's, else the run's (`runModel`).
+ */
+export const callUsage = (
+  request: ModelRequest,
+  message: AIMessage,
+  runModel: string | undefined
+): CallUsage => {
+  const model = modelOf(message, request.settings.modelName, runModel)
+  const own = usageDelta(message, model)
+  if (own === undefined || request.internal === undefined) return { model, delta: own }
+  return { model, delta: { ...own, purpose: request.internal } }
+}
+
+/** Adds usage records to the run's totals; a failed update is logged, never the run's failure. */
+export const recordUsage = (
+  state: RunState["Type"],
+  deltas: ReadonlyArray<TokenUsageDelta>
+): Effect.Effect<void> =>
+  state.update({ token_usage: deltas }).pipe(
+    Effect.catchAll((error) => Effect.logWarning(`Token usage was not recorded: ${error.message}`))
+  )
+
 /**
  * DeerFlow's log line of one model call's usage: `LLM token usage: model=… input=… output=… total=…`, with the
  * provider's token details when it gave any.
@@ -330,19 +361,13 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
     // the one the logger makes first; the level is the one the run started with)
     const logging = !LogLevel.greaterThan(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
 
-    const save = (update: StateUpdate): Effect.Effect<void> =>
-      state.update(update).pipe(
-        Effect.catchAll((error) => Effect.logWarning(`Token usage was not recorded: ${error.message}`))
-      )
-
     const afterModel = (request: ModelRequest, response: ModelResponse): Middleware.Now<ModelResponse> => {
       const message = response.message
-      const model = modelOf(message, request.settings.modelName, context.options.modelName)
-      const own = usageDelta(message, model)
+      const { model, delta: own } = callUsage(request, message, context.options.modelName)
       if (request.internal !== undefined) {
         // The caller (e.g. Summarization) consumes this response itself, so the totals are saved directly.
         if (own === undefined) return response
-        return Effect.as(save({ token_usage: [{ ...own, purpose: request.internal }] }), response)
+        return Effect.as(recordUsage(state, [own]), response)
       }
       return atOnce(state, (current) => {
         const rolled = rollUp(current.messages)
@@ -368,8 +393,7 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
 
     // every call's usage is logged, as DeerFlow logs it (an internal call names its purpose)
     const logUsage = (request: ModelRequest, response: ModelResponse): Effect.Effect<void> => {
-      const model = modelOf(response.message, request.settings.modelName, context.options.modelName)
-      const line = usageLogLine(response.message, model)
+      const line = usageLogLine(response.message, callUsage(request, response.message, context.options.modelName).model)
       if (line === undefined) return Effect.void
       // at debug: Effect's default logger writes to stdout, which is the app's own (a library's JSON lines...)
       const logged = Effect.logDebug(line)

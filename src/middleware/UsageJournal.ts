@@ -10,7 +10,7 @@
 import * as Effect from "effect/Effect"
 import { RunContext, RunState } from "../services/RunContext.js"
 import * as Middleware from "./Middleware.js"
-import { modelOf, usageDelta } from "./TokenUsage.js"
+import { callUsage, recordUsage } from "./TokenUsage.js"
 
 /** The journal's layer, under the chain when TokenUsage is off. */
 export const layer = (): Middleware.Middleware =>
@@ -20,14 +20,8 @@ export const layer = (): Middleware.Middleware =>
     return {
       modelHooks: {
         after: (response, request) => {
-          const model = modelOf(response.message, request.settings.modelName, context.options.modelName)
-          const own = usageDelta(response.message, model)
-          if (own === undefined) return response
-          const delta = request.internal === undefined ? own : { ...own, purpose: request.internal }
-          return state.update({ token_usage: [delta] }).pipe(
-            Effect.catchAll((error) => Effect.logWarning(`Token usage was not recorded: ${error.message}`)),
-            Effect.as(response)
-          )
+          const { delta } = callUsage(request, response.message, context.options.modelName)
+          return delta === undefined ? response : Effect.as(recordUsage(state, [delta]), response)
         }
       }
     } satisfies Middleware.Wrappers
