@@ -20,6 +20,7 @@ import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
+import * as UsageJournal from "../middleware/UsageJournal.js"
 import * as Authz from "../services/Authorization.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { Mcp } from "../services/Mcp.js"
@@ -206,9 +207,10 @@ export const make = (
             authorization.right,
             role
           )
-          // (a chain's entries do not say what they need: the app's services, given below)
+          // (a chain's entries do not say what they need: the app's services, given below; every call inside it
+          // booked in its state, its summaries' too: what its task spent, TaskUsage)
           const stacked: Layer.Layer<Ports, unknown, ModelService | SandboxProvider | AppConfigService> = MW.stack(
-            chain.right.map((e) => e.make()),
+            [...chain.right.map((e) => e.make()), UsageJournal.layer()],
             MW.baseOverModel(Toolkit.make(tools))
           )
           const ports = yield* Effect.either(Layer.buildWithScope(stacked, scope))

@@ -28,7 +28,7 @@ import type { StateUpdate } from "../state/ThreadState.js"
 import * as Run from "./Run.js"
 import type * as SubagentAgents from "./SubagentAgents.js"
 import { usableOf } from "./SubagentAgents.js"
-import { outcomeOf, usageOf } from "./SubagentOutcome.js"
+import { outcomeOf } from "./SubagentOutcome.js"
 import type { SubagentConfig } from "./SubagentRegistry.js"
 import { BASH, BASH_DISABLED_MESSAGE, effectiveSkills } from "./SubagentRegistry.js"
 import * as TaskUsage from "./TaskUsage.js"
@@ -109,7 +109,9 @@ export const run = (
 
     // Messages of the subagent's run, by id in first-seen order (a message re-written keeps its place).
     const seen = new Map<string, Message>()
+    const spent = TaskUsage.spent()
     const step = (event: RunEvent): Effect.Effect<void> => {
+      spent.see(event)
       // (what its skills bind, names only, audited in the parent's run as the parent's own binding is)
       if (event.type === "custom" && event.name === "skill_secrets") {
         return events.emit({ ...event, data: { ...(event.data as object), task_id: request.toolCallId } })
@@ -126,7 +128,7 @@ export const run = (
         message,
         message_index: seen.size,
         total_messages: seen.size,
-        usage: usageOf([...seen.values()]) ?? null
+        usage: spent.usage() ?? null
       })
     }
 
@@ -185,15 +187,15 @@ export const run = (
           status: "timed_out",
           error: `Execution timed out after ${config.timeoutSeconds} seconds`,
           modelName,
-          usage: usageOf([...seen.values()])
+          usage: spent.usage()
         } as Outcome
       }
       const ended = end ?? { type: "run_end", status: "cancelled", stop_reason: "cancelled" }
-      return outcomeOf(ended, [...seen.values()], info)
+      return { ...outcomeOf(ended, [...seen.values()], info), usage: spent.usage() }
     })
 
     yield* emit(TaskEvent.started, common)
-    const record = TaskUsage.recorder(parentState, modelName)
+    const record = TaskUsage.recorder(parentState)
     let started = false
     const bound = config.timeoutSeconds + POLLING_GRACE_SECONDS
     const outcome: Outcome = yield* pool.withPermits(1)(Effect.suspend(() => {
@@ -207,15 +209,15 @@ export const run = (
           status: "polling_timed_out",
           error: pollingTimedOut(config.timeoutSeconds, started),
           modelName,
-          usage: usageOf([...seen.values()])
+          usage: spent.usage()
         })
       }),
       // (what the subagent spent is the run's as the task ends, cancelled with its run too: TaskUsage)
-      Effect.flatMap((o) => Effect.map(record([...seen.values()]), (usageRecorded) => ({ ...o, usageRecorded }))),
+      Effect.flatMap((o) => Effect.map(record(spent.records()), (usageRecorded) => ({ ...o, usageRecorded }))),
       Effect.onInterrupt(() => {
-        const usage = usageOf([...seen.values()]) ?? null
+        const usage = spent.usage() ?? null
         const cancelled = emit(TaskEvent.cancelled, { ...common, error: "Task cancelled by user.", usage })
-        return Effect.zipRight(cancelled, record([...seen.values()]))
+        return Effect.zipRight(cancelled, record(spent.records()))
       })
     )
     const usage = outcome.usage ?? null
