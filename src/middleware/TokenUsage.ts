@@ -350,9 +350,10 @@ export const defaultConfig = (): TokenUsageConfig => Schema.decodeSync(TokenUsag
  * The TokenUsage middleware (SPEC §4.1 slot 21: outside Title, LoopDetection, TokenBudget and the finish-reason
  * guards, so its after_model runs after theirs and stamps the final form of the message). Requires
  * `RunContext` (run model name) and `RunState` (todos, trailing tool results, totals update). With
- * `enabled: false` it wraps nothing.
+ * `enabled: false` it wraps nothing; with `track: false` (`run_events.track_token_usage`) it books no usage in the
+ * totals, and still stamps each step and rolls subagent usage up onto the messages, as DeerFlow's middleware does.
  */
-export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Middleware => {
+export const layer = (config: TokenUsageConfig = defaultConfig(), track = true): Middleware.Middleware => {
   if (!config.enabled) return Middleware.make({})
   return Middleware.make(Effect.gen(function*() {
     const context = yield* RunContext
@@ -366,19 +367,20 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
       const { model, delta: own } = callUsage(request, message, context.options.modelName)
       if (request.internal !== undefined) {
         // The caller (e.g. Summarization) consumes this response itself, so the totals are saved directly.
-        if (own === undefined) return response
+        if (own === undefined || !track) return response
         return Effect.as(recordUsage(state, [own]), response)
       }
       return atOnce(state, (current) => {
         const rolled = rollUp(current.messages)
-        const deltas: Array<TokenUsageDelta> = rolled.usage.map((u) => ({
+        // (not tracked: nothing booked, as DeerFlow's journal then counts neither its calls nor its tasks)
+        const deltas: Array<TokenUsageDelta> = !track ? [] : rolled.usage.map((u) => ({
           model: u.model ?? model,
           purpose: "subagent",
           input_tokens: u.input_tokens,
           output_tokens: u.output_tokens,
           total_tokens: u.total_tokens
         }))
-        if (own !== undefined) deltas.push(own)
+        if (own !== undefined && track) deltas.push(own)
         const stamp = attribution(message, current.todos ?? [])
         const stamped = M.withKwargs(message, { [ATTRIBUTION_KEY]: stamp })
         const result = HardStop.replaceMessage(response, stamped)
@@ -415,7 +417,7 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
 }
 
 /** Its chain entry: its after_model runs after the guards inside it, on the message's final form. */
-export const entry = (config?: TokenUsageConfig) =>
-  Chain.entry("TokenUsage", () => layer(config), [
+export const entry = (config?: TokenUsageConfig, track?: boolean) =>
+  Chain.entry("TokenUsage", () => layer(config, track), [
     { outside: "SafetyFinishReason", reason: "usage is stamped on the final form of the message" }
   ])

@@ -222,7 +222,7 @@ const entries = {
       authorization: p.authorization
     }),
   Todo: () => Todo.entry(),
-  TokenUsage: (p: Parts) => TokenUsage.entry(p.config.token_usage),
+  TokenUsage: (p: Parts) => TokenUsage.entry(p.config.token_usage, p.config.run_events.track_token_usage),
   Title: (p: Parts) => Title.entry(p.config.title, p.authorization),
   Memory: (p: Parts) => MemoryMW.entry({ memory: p.memory!, agentName: p.agentName, authorization: p.authorization }),
   ViewImage: () => ViewImage.entry(),

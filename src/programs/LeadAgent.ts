@@ -281,8 +281,11 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)
-      // (without TokenUsage, each call's usage is still counted, under the chain: DeerFlow's run journal)
-      const journal = app.config.token_usage.enabled ? [] : [UsageJournal.layer()]
+      // (without TokenUsage, each call's usage is still counted, under the chain: DeerFlow's run journal, unless
+      // `run_events.track_token_usage` is off)
+      const journal = app.config.token_usage.enabled || !app.config.run_events.track_token_usage
+        ? []
+        : [UsageJournal.layer()]
       const ports: Context.Context<Ports> = yield* Layer.build(
         MW.stack([...checked.map((e) => e.make()), ...journal], MW.baseOverModel(tools))
       )

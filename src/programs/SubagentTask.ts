@@ -195,7 +195,7 @@ export const run = (
     })
 
     yield* emit(TaskEvent.started, common)
-    const record = TaskUsage.recorder(parentState)
+    const record = TaskUsage.recorder(parentState, tasks.config.run_events.track_token_usage)
     let started = false
     const bound = config.timeoutSeconds + POLLING_GRACE_SECONDS
     const outcome: Outcome = yield* pool.withPermits(1)(Effect.suspend(() => {

@@ -66,14 +66,15 @@ export const spent = (): Spent => {
 
 /**
  * Counts the task's usage in its run's token usage, once: `true` when it is counted (now or before), `false` when
- * the subagent spent nothing or the update failed (the roll-up may then still count it from the result).
+ * the subagent spent nothing or the update failed (the roll-up may then still count it from the result), or when
+ * the run's usage is not tracked (`run_events.track_token_usage: false`: DeerFlow's journal then takes no record).
  */
-export const recorder = (state: RunState["Type"]) => {
+export const recorder = (state: RunState["Type"], track = true) => {
   let recorded = false
   return (records: ReadonlyArray<TokenUsageDelta>): Effect.Effect<boolean> =>
     Effect.uninterruptible(Effect.suspend(() => {
       if (recorded) return Effect.succeed(true)
-      if (records.length === 0) return Effect.succeed(false)
+      if (records.length === 0 || !track) return Effect.succeed(false)
       return state.update({ token_usage: records }).pipe(
         Effect.map(() => (recorded = true)),
         Effect.catchAll((error) =>

@@ -198,6 +198,15 @@ export type SummarizationConfig = typeof SummarizationConfig.Type
 export const TokenUsageConfig = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
 export type TokenUsageConfig = typeof TokenUsageConfig.Type
 
+/**
+ * DeerFlow's `run_events`: Antler reads its `track_token_usage` (on by default). Off, a run books no token usage:
+ * its stored run's counts and the thread's `token-usage` stay at zero, as DeerFlow's run journal then records none;
+ * the messages keep their usage and TokenUsage's step attribution. Its other keys are not read (run events are kept
+ * in the thread store).
+ */
+export const RunEventsConfig = Schema.Struct({ track_token_usage: withDefault(Schema.Boolean, () => true) })
+export type RunEventsConfig = typeof RunEventsConfig.Type
+
 /** DeerFlow's default `title.prompt_template`. */
 export const DEFAULT_TITLE_PROMPT_TEMPLATE =
   "Generate a concise title (max {max_words} words) for this conversation.\n" +
@@ -473,6 +482,7 @@ export const AppConfigSchema = Schema.Struct({
   loop_detection: withDefault(LoopDetectionConfig, () => Schema.decodeSync(LoopDetectionConfig)({})),
   summarization: withDefault(SummarizationConfig, () => Schema.decodeSync(SummarizationConfig)({})),
   token_usage: withDefault(TokenUsageConfig, () => Schema.decodeSync(TokenUsageConfig)({})),
+  run_events: withDefault(RunEventsConfig, () => Schema.decodeSync(RunEventsConfig)({})),
   token_budget: withDefault(TokenBudgetConfig, () => Schema.decodeSync(TokenBudgetConfig)({})),
   title: withDefault(TitleConfig, () => Schema.decodeSync(TitleConfig)({})),
   suggestions: withDefault(SuggestionsConfig, () => Schema.decodeSync(SuggestionsConfig)({})),

@@ -190,9 +190,20 @@ export const layer = (api: DeerFlowApi) =>
             let total = 0
             let lastInput = 0
             let lastModel: string | undefined
+            // (runs that booked no usage, `run_events.track_token_usage: false`: the last answer's own usage)
+            let booked = false
+            const answers = new Set<string>()
+            let answer: { readonly input: number; readonly model: unknown } | undefined
             for (const record of records) {
               if (left.has(record.run_id)) continue
               for (const update of record.updates) {
+                for (const message of update.messages ?? []) {
+                  if (message.type !== "ai" || answers.has(message.id)) continue
+                  answers.add(message.id)
+                  const spent = message.usage_metadata
+                  const model = message.response_metadata?.model_name
+                  if (spent !== undefined) answer = { input: spent.input_tokens, model }
+                }
                 for (const delta of update.token_usage ?? []) {
                   input += delta.input_tokens
                   output += delta.output_tokens
@@ -205,9 +216,14 @@ export const layer = (api: DeerFlowApi) =>
                   if (caller === "lead_agent") {
                     lastInput = delta.input_tokens
                     lastModel = delta.model
+                    booked = true
                   }
                 }
               }
+            }
+            if (!booked && answer !== undefined) {
+              lastInput = answer.input
+              lastModel = typeof answer.model === "string" ? answer.model : undefined
             }
             return json(TurnsApi.TokenUsage, {
               thread_id: path.thread_id,
