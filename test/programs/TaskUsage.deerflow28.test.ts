@@ -39,8 +39,8 @@ const taskEvent = (events: ReadonlyArray<RunEvent>, name: string) =>
     | Record<string, unknown>
     | undefined
 
-describe("DeerFlow test_subagent_token_collector: every model call inside a subagent counts in its task's usage", () => {
-  it.scoped("test_multiple_calls_accumulate: its summarization's call is in the task's usage, its events and its run's", () =>
+describe("DeerFlow test_subagent_token_collector: every call inside a subagent counts in its task's usage", () => {
+  it.scoped("test_multiple_calls_accumulate: its summary's call is in the task's usage, its events and its run's", () =>
     Effect.gen(function*() {
       const internal: Array<string> = []
       const runner = yield* subagentRunner(model(internal), summarizing)

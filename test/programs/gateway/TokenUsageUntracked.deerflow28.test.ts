@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => gateway?.stop())
 
 describe("DeerFlow test_token_usage_by_model: run_events.track_token_usage: false", () => {
-  it("test_track_tokens_disabled_keeps_by_model_empty: the run and the thread count no tokens; the messages keep theirs", async () => {
+  it("test_track_tokens_disabled_keeps_by_model_empty: no tokens counted; the messages keep theirs", async () => {
     assert.strictEqual((await api("POST", "/api/threads", { thread_id: "untracked" })).status, 200)
     const started = await api("POST", "/api/threads/untracked/runs", {
       input: { messages: [{ type: "human", content: "go" }] },
