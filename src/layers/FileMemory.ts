@@ -329,9 +329,11 @@ export const make = (
         )
 
     // recorded on the thread only while it exists: a stateless run's thread is deleted when the run ends, and an
-    // append would make it again (an empty thread nobody made)
+    // append would make it again (an empty thread nobody made); not when the runs' usage is not tracked
+    // (`run_events.track_token_usage: false`, as of the start)
+    const track = app.config.run_events.track_token_usage
     const recordUsage = (item: Pending, usage: M.UsageMetadata | undefined, modelName: string) =>
-      usage === undefined ? Effect.void : Effect.flatMap(store.info(item.threadId), (info) =>
+      usage === undefined || !track ? Effect.void : Effect.flatMap(store.info(item.threadId), (info) =>
         Option.isNone(info) ? Effect.void : store.append(item.threadId, `memory-${randomUUID()}`, [{
         token_usage: [{
           model: modelName,

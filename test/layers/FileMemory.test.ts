@@ -239,6 +239,20 @@ describe("the memory update queue", () => {
       assert.lengthOf(requests, 1)
     }))
 
+  it.effect("with run_events.track_token_usage: false, the update's call is not booked on the thread", () =>
+    Effect.gen(function*() {
+      const untracked = { app: { run_events: { track_token_usage: false } } }
+      const { memory, requests, store } = yield* setup([{ content: UPDATE, usage }], {}, untracked)
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation, modelName: "main" })
+      yield* memory.flush
+      assert.lengthOf(requests, 1)
+      assert.deepStrictEqual(
+        (yield* memory.load({ userId: "default" })).facts.map((f) => f.content),
+        ["Prefers uv over pip"]
+      )
+      assert.isNull(Option.getOrThrow(yield* store.load("t1")).state.token_usage)
+    }))
+
   it.effect("an answer that is not an update changes nothing, and the turns are read again next time", () =>
     Effect.gen(function*() {
       const { memory, requests } = yield* setup(["I cannot do that.", UPDATE])
