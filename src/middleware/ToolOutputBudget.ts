@@ -24,6 +24,7 @@ import * as Schema from "effect/Schema"
 import type { ToolOutputConfig } from "../services/AppConfig.js"
 import { AppConfigService, ToolOutputConfig as ToolOutputConfigSchema } from "../services/AppConfig.js"
 import type { ModelRequest } from "../services/ModelService.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { Sandbox } from "../services/Sandbox.js"
 import { OUTPUTS, SandboxProvider } from "../services/Sandbox.js"
@@ -206,19 +207,35 @@ const toolName = (message: ToolMessage) => message.name ?? "unknown"
 export type Persist = (text: string, tool: string, toolCallId: string) => Effect.Effect<Option.Option<string>>
 
 /**
+ * What a text over budget is masked with before it is saved, previewed or cut (the process's secrets and the run's:
+ * `ProcessSecrets.ofRun`): a cut inside a secret would keep its beginning, where no later mask of whole values finds
+ * it. Default: nothing.
+ */
+export type Hide = (text: string) => string
+
+const shown: Hide = (text) => text
+
+/**
  * A tool message within budget (by its text; its images stay): unchanged when small enough or without text; saved
  * and replaced by a synopsis when over its threshold and `persist` succeeds; else cut to head + tail when over
- * `fallback_max_chars`.
+ * `fallback_max_chars`. A text over budget is masked with `hide` first (what is saved too).
  */
-export const budgetMessage = (message: ToolMessage, config: Config, persist: Persist): Effect.Effect<ToolMessage> =>
+export const budgetMessage = (
+  message: ToolMessage,
+  config: Config,
+  persist: Persist,
+  hide: Hide = shown
+): Effect.Effect<ToolMessage> =>
   Effect.suspend(() => {
     const tool = toolName(message)
     if (config.exempt_tools.includes(tool)) return Effect.succeed(message)
-    const text = resultText(message.content)
-    if (text === undefined) return Effect.succeed(message)
+    const raw = resultText(message.content)
+    if (raw === undefined) return Effect.succeed(message)
     const threshold = thresholdOf(config, tool)
+    const rawLength = charLength(raw)
+    if (rawLength <= threshold && rawLength <= config.fallback_max_chars) return Effect.succeed(message)
+    const text = hide(raw)
     const length = charLength(text)
-    if (length <= threshold && length <= config.fallback_max_chars) return Effect.succeed(message)
     const fallback = () =>
       config.fallback_max_chars > 0 && length > config.fallback_max_chars
         ? {
@@ -273,17 +290,22 @@ export const needsBudget = (result: ToolResult, config: Config): boolean => {
   return false
 }
 
-/** A result within budget: its message and every tool message of its update. */
-export const budgetResult = (result: ToolResult, config: Config, persist: Persist): Effect.Effect<ToolResult> =>
+/** A result within budget: its message and every tool message of its update (`hide`: as `budgetMessage`). */
+export const budgetResult = (
+  result: ToolResult,
+  config: Config,
+  persist: Persist,
+  hide: Hide = shown
+): Effect.Effect<ToolResult> =>
   Effect.gen(function*() {
-    const message = yield* budgetMessage(result.message, config, persist)
+    const message = yield* budgetMessage(result.message, config, persist, hide)
     const writes = result.update?.messages
     if (writes === undefined || result.update === undefined) {
       return message === result.message ? result : { ...result, message }
     }
     const patched = yield* Effect.forEach(writes, (write) =>
       write.type === "tool" && overBudget(write, config)
-        ? budgetMessage(write, config, persist)
+        ? budgetMessage(write, config, persist, hide)
         : Effect.succeed(write))
     const changed = patched.some((write, i) => write !== writes[i])
     if (message === result.message && !changed) return result
@@ -294,14 +316,15 @@ export const budgetResult = (result: ToolResult, config: Config, persist: Persis
 export type HistoryCache = WeakMap<ToolMessage, ToolMessage>
 
 /**
- * The history pass: tool results longer than `fallback_max_chars` cut to head + tail; the same array when
- * none is (one pass over the messages, reading lengths only).
+ * The history pass: tool results longer than `fallback_max_chars` cut to head + tail (masked with `hide` first);
+ * the same array when none is (one pass over the messages, reading lengths only).
  */
 export const truncateHistory = (
   messages: ReadonlyArray<Message>,
   config: Config,
   cache: HistoryCache = new WeakMap(),
-  memo?: Incremental.Memo<ReadonlyArray<Message>>
+  memo?: Incremental.Memo<ReadonlyArray<Message>>,
+  hide: Hide = shown
 ): ReadonlyArray<Message> => {
   const max = config.fallback_max_chars
   if (max <= 0) return messages
@@ -316,7 +339,7 @@ export const truncateHistory = (
         content: withResultText(
           message.content,
           truncateHeadTail(
-            resultText(message.content)!,
+            hide(resultText(message.content)!),
             tool,
             max,
             config.fallback_head_chars,
@@ -338,9 +361,10 @@ export const budgetRequest = (
   request: ModelRequest,
   config: Config,
   cache?: HistoryCache,
-  memo?: Incremental.Memo<ReadonlyArray<Message>>
+  memo?: Incremental.Memo<ReadonlyArray<Message>>,
+  hide: Hide = shown
 ): ModelRequest => {
-  const messages = truncateHistory(request.messages, config, cache, memo)
+  const messages = truncateHistory(request.messages, config, cache, memo, hide)
   return messages === request.messages ? request : { ...request, messages }
 }
 
@@ -364,6 +388,8 @@ const perRun = (config: Config, cache: HistoryCache, memo: Incremental.Memo<Read
     const context = yield* RunContext
     const state = yield* RunState
     const provider = yield* Effect.serviceOption(SandboxProvider)
+    const hider = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
+    const hide: Hide = (text) => hider.text(text)
 
     const persistFor = (result: ToolResult): Persist => (text, tool, toolCallId) =>
       Effect.gen(function*() {
@@ -395,8 +421,10 @@ const perRun = (config: Config, cache: HistoryCache, memo: Incremental.Memo<Read
     return {
       tool: (call, next) =>
         Effect.flatMap(next(call), (result) =>
-          needsBudget(result, config) ? budgetResult(result, config, persistFor(result)) : Effect.succeed(result)),
-      modelHooks: { before: (request) => budgetRequest(request, config, cache, memo) }
+          needsBudget(result, config)
+            ? budgetResult(result, config, persistFor(result), hide)
+            : Effect.succeed(result)),
+      modelHooks: { before: (request) => budgetRequest(request, config, cache, memo, hide) }
     }
   }))
 

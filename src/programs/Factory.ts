@@ -47,6 +47,7 @@ import type { Snapshot } from "../services/LiveConfig.js"
 import { LiveConfig } from "../services/LiveConfig.js"
 import { Mcp } from "../services/Mcp.js"
 import { McpTasks } from "../services/McpTasks.js"
+import { ProcessSecrets } from "../services/ProcessSecrets.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunEvent } from "../services/RunEvents.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
@@ -205,10 +206,12 @@ export const layer = (
       const started: Snapshot = { app, models, model: Context.get(services, ModelService), revision: 0 }
       const live = yield* Effect.serviceOption(LiveConfig)
       const current = Option.isSome(live) ? live.value.current : Effect.succeed(started)
+      // (the process's secrets, which a middleware's cut of a text masks first: `ProcessSecrets`)
+      const withSecrets = Context.add(services, ProcessSecrets, redact)
       const contextOf = (snap: Snapshot) => {
         const base = snap.revision === 0
-          ? services
-          : Context.add(Context.add(services, AppConfigService, snap.app), ModelService, snap.model)
+          ? withSecrets
+          : Context.add(Context.add(withSecrets, AppConfigService, snap.app), ModelService, snap.model)
         const withMcp = Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
         return Option.isSome(tasks) ? Context.add(withMcp, McpTasks, tasks.value) : withMcp
       }
