@@ -47,10 +47,13 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { AppConfigService, CircuitBreakerConfig, LlmCallConfig } from "../services/AppConfig.js"
-import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
+import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
+import { ModelError } from "../services/ModelService.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import type { RunEvents } from "../services/RunEvents.js"
 import { emitCustom } from "../services/RunEvents.js"
 import * as Tracing from "../services/Tracing.js"
+import type { Redactor } from "../state/Redact.js"
 import type { CircuitBreaker } from "./llm/CircuitBreaker.js"
 import { make as makeBreaker } from "./llm/CircuitBreaker.js"
 import { circuitOpenMessage, errorText, failedResponse, fallbackMessage, retryEvent } from "./llm/Notices.js"
@@ -106,6 +109,29 @@ export interface Options {
    * `retry_max_attempts`.
    */
   readonly attemptsByModel?: Readonly<Record<string, number>> | undefined
+  /**
+   * The process's secrets a failing model's error is masked with (with the run's) before anything cuts it (the
+   * run's error, the log: 2,000 characters): a cut would keep a secret's beginning where no later mask finds it.
+   * Default: `ProcessSecrets` where the layer is built.
+   */
+  readonly redact?: Redactor | undefined
+}
+
+/**
+ * `error` with `hide`'s secrets masked in its message (the same error when none is there). A masked error loses its
+ * `cause`, which may repeat them.
+ */
+export const maskedError = (error: ModelError, hide: Redactor): ModelError => {
+  const message = hide.text(error.message)
+  if (message === error.message) return error
+  return new ModelError({
+    reason: error.reason,
+    message,
+    errorType: error.errorType,
+    ...(error.status !== undefined ? { status: error.status } : {}),
+    ...(error.code !== undefined ? { code: error.code } : {}),
+    ...(error.headers !== undefined ? { headers: error.headers } : {})
+  })
 }
 
 /** The attempts of each configured model that sets `max_retries` (`max_retries + 1`, so 0 means no retry). */
@@ -136,14 +162,22 @@ export const wrap = (options: Options = {}) => {
   const limiter = options.limiter === null
     ? undefined
     : options.limiter ?? (permits > 0 ? Effect.unsafeMakeSemaphore(permits) : undefined)
+  // what a failing call's error is masked with (the process's secrets and the run's), made on the first failure
+  const hideOf = ProcessSecrets.ofRun(options.redact)
   // Before each wait the user is told what is happening (an `llm_retry` event), and the log says why.
   const announce = (decision: RetryPolicy.Decision): Effect.Effect<void, never, RunEvents> => {
     if (decision._tag === "GiveUp") return Effect.void
     const { attempt, classification: { reason }, maxAttempts: max, waitMs } = decision
     return emitCustom("llm_retry", retryEvent(attempt, max, waitMs, reason, decision.askedMs)).pipe(
-      Effect.zipRight(Effect.logWarning(`model call failed, retrying in ${waitMs}ms`).pipe(
-        Effect.annotateLogs({ attempt, max_attempts: max, reason, error: errorText(decision.error.message) })
-      )),
+      Effect.zipRight(Effect.flatMap(hideOf, (hide) =>
+        Effect.logWarning(`model call failed, retrying in ${waitMs}ms`).pipe(
+          Effect.annotateLogs({
+            attempt,
+            max_attempts: max,
+            reason,
+            error: errorText(hide.text(decision.error.message))
+          })
+        ))),
       Effect.zipRight(Effect.annotateCurrentSpan("antler.llm.attempts", attempt + 1))
     )
   }
@@ -154,9 +188,11 @@ export const wrap = (options: Options = {}) => {
   for (const [name, attempts] of Object.entries(options.attemptsByModel ?? {})) {
     byModel.set(name, scheduleOf({ ...config, retry_max_attempts: attempts }))
   }
-  // The error is final: count it against the breaker (burst throttling excluded) and answer with a fallback.
-  const giveUp = (error: ModelError, decision: RetryPolicy.Decision): Effect.Effect<ModelResponse> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+  // The error is final: count it against the breaker (burst throttling excluded) and answer with a fallback (the
+  // error masked first: the run's error is its message cut).
+  const giveUp = (given: ModelError, decision: RetryPolicy.Decision): Effect.Effect<ModelResponse> =>
+    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, hideOf), ([now, hide]) => {
+      const error = maskedError(given, hide)
       const { attempt, classification } = decision
       if (classification.retriable && classification.reason !== "burst_rate") breaker.onFailure(now)
       else breaker.release()
@@ -224,13 +260,17 @@ export const wrap = (options: Options = {}) => {
 
 /** The middleware with explicit options; the app's `ModelCallLimiter` is used when provided. */
 export const layer = (options: Options = {}): Middleware.Middleware =>
-  Layer.unwrapEffect(Effect.map(Effect.serviceOption(ModelCallLimiter), (shared) =>
-    Middleware.make({
-      model: wrap({
-        ...options,
-        limiter: options.limiter !== undefined ? options.limiter : Option.getOrUndefined(shared)
+  Layer.unwrapEffect(Effect.map(
+    Effect.zip(Effect.serviceOption(ModelCallLimiter), ProcessSecrets.current),
+    ([shared, redact]) =>
+      Middleware.make({
+        model: wrap({
+          ...options,
+          limiter: options.limiter !== undefined ? options.limiter : Option.getOrUndefined(shared),
+          redact: options.redact ?? redact
+        })
       })
-    })))
+  ))
 
 /**
  * The middleware configured from `config.yaml` (`llm_call`, `circuit_breaker`), with the same `breaker` /

@@ -19,9 +19,11 @@ import * as Option from "effect/Option"
 import * as Path from "node:path"
 import { AppConfigService } from "../services/AppConfig.js"
 import { FRONT_MATTER } from "../services/Skills.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import type { Interrupt, ToolError, ToolResult } from "../services/ToolService.js"
 import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { Redactor } from "../state/Redact.js"
 import { charsOf, headChars, joinChars } from "../state/Chars.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
 import { MAX_SKILL_DESCRIPTION } from "../state/ThreadState.js"
@@ -269,11 +271,15 @@ export const describeFailure = (error: unknown): { readonly type: string; readon
   return { type, detail: raw.trim() || type }
 }
 
-/** The error result for a call whose tool failed (SPEC §5.13). */
-export const failureResult = (call: ToolCall, error: unknown): ToolResult => {
+/**
+ * The error result for a call whose tool failed (SPEC §5.13). `hide` masks the detail before its cut (the process's
+ * and the run's secrets: `ProcessSecrets.ofRun`), which would keep the beginning of one where no later mask finds it.
+ */
+export const failureResult = (call: ToolCall, error: unknown, hide?: Redactor): ToolResult => {
   const name = call.name || "unknown_tool"
   const id = call.id || "missing_tool_call_id"
-  const { detail: full, type } = describeFailure(error)
+  const { detail, type } = describeFailure(error)
+  const full = hide === undefined ? detail : hide.text(detail)
   const structured = `${type}: ${truncateDetail(full)}`
   let content = `Error: Tool '${name}' failed with ${structured}. ${RECOVERY_HINT}`
   let kwargs: Record<string, unknown> = {}
@@ -366,6 +372,8 @@ export const stampSkillRead = (
 export interface Options {
   readonly skillReadToolNames?: ReadonlyArray<string> | undefined
   readonly skillsRoot?: string | undefined
+  /** The process's secrets a failure's detail is masked with before its cut (default: `ProcessSecrets` in context). */
+  readonly redact?: Redactor | undefined
 }
 
 /** The wrapper, as a plain function (usable without a layer). */
@@ -388,9 +396,9 @@ export const wrap = (options: Options = {}) => {
     }
     const first = Cause.failureOption(cause)
     const error = Option.isSome(first) ? first.value : Cause.squash(cause)
-    return Effect.as(
+    return Effect.zipRight(
       Effect.logWarning(`tool '${call.name}' failed`).pipe(Effect.annotateLogs("cause", Cause.pretty(cause))),
-      failureResult(call, error)
+      Effect.map(ProcessSecrets.ofRun(options.redact), (hide) => failureResult(call, error, hide))
     )
   }
   // One handler for both ends of the call (a map then a catch cost a step more on every call); a defect while
@@ -411,8 +419,10 @@ export const wrap = (options: Options = {}) => {
     })
 }
 
-/** The middleware with explicit options. Requires nothing from the run. */
-export const layer = (options: Options = {}) => Middleware.make({ tool: wrap(options) })
+/** The middleware with explicit options (the process's secrets: `ProcessSecrets` where it is built, if none given). */
+export const layer = (options: Options = {}) =>
+  Layer.unwrapEffect(Effect.map(ProcessSecrets.current, (redact) =>
+    Middleware.make({ tool: wrap({ ...options, redact: options.redact ?? redact }) })))
 
 /**
  * The middleware configured from `config.yaml` (`summarization.skill_file_read_tool_names`,
