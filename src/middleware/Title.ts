@@ -8,15 +8,13 @@
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import type { TitleConfig } from "../services/AppConfig.js"
 import { withUpdate } from "../services/ModelService.js"
 import type * as Authz from "../services/Authorization.js"
-import { RunContext, RunState } from "../services/RunContext.js"
-import * as SkillSecrets from "../services/SkillSecrets.js"
-import * as Redact from "../state/Redact.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
+import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as LlmText from "../state/LlmText.js"
@@ -88,10 +86,10 @@ export const layer = (config: TitleConfig, authorization?: Authz.Authorization):
   if (!config.enabled) return MW.make({})
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
-    // The local title is the user's words cut (the model's title too): a request secret they typed is masked before
-    // the cut, which would leave its beginning where no mask of the whole value finds it (the thread's title, listed).
-    const secrets = (yield* Effect.serviceOption(RunContext)).pipe(Option.map((run) => run.options.secrets))
-    const hide = SkillSecrets.runRedactor(Redact.none, Option.getOrUndefined(secrets))
+    // The local title is the user's words cut (the model's title too): a secret of the run or of the process they
+    // typed is masked before the cut, which would leave its beginning where no mask of the whole value finds it (the
+    // thread's title, listed; the title model's prompt).
+    const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
     const localTitle = (user: Message) => fallbackTitle(hide.text(userText(user)), config.max_chars)
     // (`title.model_name` the run's role may not use: the local title, as with none)
     const model = yield* AuthorizationMW.configuredModel(authorization, config.model_name, "Title")
@@ -116,7 +114,7 @@ export const layer = (config: TitleConfig, authorization?: Authz.Authorization):
             if (user === undefined) return Effect.succeed(response)
             const local = localTitle(user)
             if (model === undefined || model === null) return Effect.succeed(withUpdate(response, { title: local }))
-            const prompt = titlePrompt(config, userText(user), M.text(response.message))
+            const prompt = titlePrompt(config, hide.text(userText(user)), hide.text(M.text(response.message)))
             if (prompt === undefined) {
               return Effect.as(
                 Effect.logWarning("title.prompt_template is not a valid template; the local title is used"),
