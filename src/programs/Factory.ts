@@ -445,7 +445,10 @@ export const layer = (
               first = false
               for (const message of messages) onEvent({ type: "custom", name: "warning", data: { message } })
             }
-            return yield* made.agent.turn({ ...rest, threadId, runId, options, backgroundTasks }, send)
+            // (the process's secrets in the run too: a tool masks them in what it cuts, as `bash` its output)
+            return yield* made.agent.turn({ ...rest, threadId, runId, options, backgroundTasks }, send).pipe(
+              Effect.provideService(ProcessSecrets, redact)
+            )
           }), { secrets }))
           if (Either.isLeft(held)) return yield* failed(held.left)
         })

@@ -7,6 +7,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { SandboxConfig } from "../../../services/AppConfig.js"
+import * as ProcessSecrets from "../../../services/ProcessSecrets.js"
 import { RunContext } from "../../../services/RunContext.js"
 import { RunEvents } from "../../../services/RunEvents.js"
 import { OUTPUTS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
@@ -107,13 +108,16 @@ export const bash = ({ disabledSkills, refusedSkill, settings, skillsContainer, 
         Effect.flatMap(Effect.all([
           Effect.serviceOption(SkillSecrets.ActiveSecrets),
           disabledSkills,
-          Effect.serviceOption(RunContext)
-        ]), ([active, hidden, run]) => {
+          Effect.serviceOption(RunContext),
+          ProcessSecrets.current
+        ]), ([active, hidden, run, process]) => {
           const env = Option.isSome(active) ? active.value.env : {}
           // (every value of the run masked before a long output's middle is cut out, bound or not: one the command
-          // prints from a file, cut by the head's end, kept its beginning where the run's mask of whole values looks)
+          // prints from a file, cut by the head's end, kept its beginning where the run's mask of whole values looks;
+          // the process's own secrets too, which that mask and the store's find whole only)
           const given = Option.isSome(run) ? SkillSecrets.entries(run.value.options.secrets).values() : []
-          const masked = SkillSecrets.maskedTexts([...Object.values(env), ...given])
+          const masked = [...SkillSecrets.maskedTexts([...Object.values(env), ...given]), ...(process?.secrets ?? [])]
+            .sort((a, b) => b.length - a.length)
           return sandbox.exec(args.command, { onOutput, hidden, env, masked })
         })), (result) => {
         if (result.timedOut) {

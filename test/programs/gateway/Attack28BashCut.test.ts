@@ -1,0 +1,75 @@
+/**
+ * Attack round 28 on a bash command's long output holding one of the process's own secrets (a configured model's API
+ * key, in a file the user uploaded, printed by `cat`): the output was masked before its middle was cut out for the
+ * run's values only, and the process's key only after the cut, by the stream's and the store's masks of whole values:
+ * where the head's cut fell inside it, its beginning was read by the model, streamed and kept.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { middleMarker } from "../../../src/layers/sandbox/bash/Output.js"
+import * as Requests from "../../support/requests.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const SLOW = 120_000
+const KEY = "sk-a28-bash-0123456789abcdefghijkl"
+const MAX = 1000
+const TOTAL = 5000
+
+/** The file: the key 12 characters before the end of what the head of the output keeps. */
+const content = () => {
+  const head = Math.floor((MAX - middleMarker(TOTAL).length) / 2)
+  const before = "a".repeat(head - 12)
+  return before + KEY + "b".repeat(TOTAL - before.length - KEY.length)
+}
+
+const seenByModel: Array<string> = []
+const script = (body: ChatRequestBody): Turn => {
+  const last = body.messages.at(-1)
+  if (last?.role === "tool") {
+    seenByModel.push(JSON.stringify(last.content))
+    return "Read it."
+  }
+  const command = "cat /mnt/user-data/uploads/config.txt"
+  return { toolCalls: [{ name: "bash", arguments: { description: "read the upload", command } }] }
+}
+
+let gateway: TestGateway
+const alice = Requests.as(() => gateway, Support.ALICE)
+
+beforeAll(async () => {
+  gateway = await Support.start({
+    script,
+    config: (url) => ({
+      models: [{ ...Support.scriptedModel("scripted", url), api_key: KEY }],
+      gateway: Support.twoUsers,
+      sandbox: { allow_host_bash: true, bash_output_max_chars: MAX }
+    })
+  })
+}, SLOW)
+afterAll(() => gateway?.stop())
+
+describe("Attack28: a bash output cut inside one of the process's own secrets", () => {
+  it("none of the key is read by the model, streamed or kept", async () => {
+    const thread = "a28-bash-cut"
+    assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)
+    const form = new FormData()
+    form.append("files", new Blob([content()]), "config.txt")
+    const uploaded = await alice("POST", `/api/threads/${thread}/uploads`, form)
+    assert.strictEqual(uploaded.status, 200, uploaded.text)
+    const stream = await alice("POST", `/threads/${thread}/runs/stream`, {
+      assistant_id: "lead_agent",
+      input: Support.userInput("read my config"),
+      stream_mode: ["values", "messages-tuple", "custom"]
+    })
+    assert.strictEqual(stream.status, 200, stream.text.slice(0, 300))
+    const start = KEY.slice(0, 8)
+    assert.lengthOf(seenByModel, 1)
+    assert.include(seenByModel[0], "middle truncated", "the output was cut")
+    assert.include(seenByModel[0], "a[redacted]", "masked, then cut")
+    assert.notInclude(seenByModel[0], start, "what the model read")
+    assert.notInclude(stream.text, start, "the stream")
+    const state = await alice("GET", `/threads/${thread}/state`)
+    assert.notInclude(state.text, start, "the thread")
+  }, SLOW)
+})
