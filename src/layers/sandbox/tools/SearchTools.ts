@@ -5,6 +5,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as ProcessSecrets from "../../../services/ProcessSecrets.js"
 import { SandboxError } from "../../../services/Sandbox.js"
 import * as Tool from "../../../services/Tool.js"
 import { displayPath } from "../VirtualPaths.js"
@@ -14,6 +15,7 @@ import { compileGlob, compileSearch } from "./Patterns.js"
 import { clampMax, normalizeVirtual } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
 import { charLength, headChars } from "../../../state/Chars.js"
+import type { Redactor } from "../../../state/Redact.js"
 
 const GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
 /** The longest matching line grep shows: a longer one is cut to its first 197 characters and `...` (DeerFlow's). */
@@ -154,6 +156,7 @@ export const grep = ({ gate, withSandbox }: ToolContext, options: SearchOptions 
           const lines: Array<string> = []
           let count = 0
           const slice = slicer()
+          let hide: Redactor | undefined
           const finished = yield* searchWithin(Effect.gen(function*() {
             for (const file of files) {
               if (count >= GREP_COUNT_LIMIT) break
@@ -167,9 +170,14 @@ export const grep = ({ gate, withSandbox }: ToolContext, options: SearchOptions 
                 if (!regex.test(line)) continue
                 count++
                 if (lines.length < max) {
-                  const shown = line.length > GREP_MAX_LINE_CHARS && charLength(line) > GREP_MAX_LINE_CHARS
-                    ? `${headChars(line, GREP_MAX_LINE_CHARS - 3)}...`
-                    : line
+                  // (a long line masked before its cut: a secret the cut fell inside would keep its beginning, where
+                  // the masks after it find whole values only)
+                  const long = line.length > GREP_MAX_LINE_CHARS && charLength(line) > GREP_MAX_LINE_CHARS
+                  if (long) hide ??= yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
+                  const text = long ? hide!.text(line) : line
+                  const shown = long && charLength(text) > GREP_MAX_LINE_CHARS
+                    ? `${headChars(text, GREP_MAX_LINE_CHARS - 3)}...`
+                    : text
                   lines.push(`${file.path}:${i + 1}: ${sandbox.mask(shown)}`)
                 }
               }
