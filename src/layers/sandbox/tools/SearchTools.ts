@@ -12,6 +12,7 @@ import { displayPath } from "../VirtualPaths.js"
 import { GlobArgs, GrepArgs } from "./Args.js"
 import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
 import { compileGlob, compileSearch } from "./Patterns.js"
+import * as Texts from "./Texts.js"
 import { clampMax, normalizeVirtual } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
 import { charLength, headChars } from "../../../state/Chars.js"
@@ -76,9 +77,7 @@ export const glob = ({ gate, withSandbox }: ToolContext, options: SearchOptions 
   Tool.make({
     name: "glob",
     readOnly: true,
-    description: "Find files whose path matches a glob pattern under a directory: `*` and `?` match within a " +
-      "name, `**` across directories, `{a,b}` either. A pattern without `/` matches names at any depth " +
-      "(`*.py` finds every Python file). Junk directories (.git, node_modules, ...) are skipped.",
+    description: Texts.GLOB_DESCRIPTION,
     parameters: GlobArgs,
     handler: (args, call) =>
       withSandbox("glob", (sandbox) =>
@@ -125,10 +124,7 @@ export const grep = ({ gate, withSandbox }: ToolContext, options: SearchOptions 
   Tool.make({
     name: "grep",
     readOnly: true,
-    description: "Search file contents for a regular expression under a directory or in one file. Prints " +
-      "`path:line: text` for each matching line. Case-insensitive unless case_sensitive=true. The syntax is " +
-      "JavaScript's without look-aheads and backreferences (RE2, which runs in linear time). Binary files, large " +
-      "files and junk directories are skipped.",
+    description: Texts.GREP_DESCRIPTION,
     parameters: GrepArgs,
     handler: (args, call) =>
       withSandbox("grep", (sandbox) =>

@@ -1,9 +1,11 @@
 /** The tools that change files: `write_file` and `str_replace` (each under the file's lock). */
 import * as Effect from "effect/Effect"
+import type { SandboxConfig } from "../../../services/AppConfig.js"
 import type { SandboxError } from "../../../services/Sandbox.js"
 import * as Tool from "../../../services/Tool.js"
 import { StrReplaceArgs, WriteFileArgs } from "./Args.js"
 import { asFileLineEnds, countOccurrences, normalizeVirtual, replaceLiteral } from "./Text.js"
+import * as Texts from "./Texts.js"
 import type { ToolContext } from "./ToolContext.js"
 import { errorText } from "./ToolContext.js"
 import { headChars } from "../../../state/Chars.js"
@@ -33,16 +35,22 @@ const writeErrorText = (e: SandboxError, shown: string): string => {
   }
 }
 
+/**
+ * What `write_file` does otherwise than DeerFlow's description says, after it: the cap, when not DeerFlow's 80 KB,
+ * and that it holds for appends too (DeerFlow's does not); the size a file may grow to.
+ */
+export const writeLimits = (settings: SandboxConfig): string =>
+  (settings.write_file_max_bytes > 0
+    ? `Here the cap is ${settings.write_file_max_bytes} bytes and holds for append=True calls too: split a long ` +
+      "append into several."
+    : "Here no cap is set.") +
+  (settings.max_file_size_mb > 0 ? ` A file may grow to at most ${settings.max_file_size_mb} MB.` : "")
+
 /** The `write_file` tool. */
 export const writeFile = ({ settings, withSandbox }: ToolContext) =>
   Tool.make({
     name: "write_file",
-    description: "Write a text file, creating parent directories; with append=true, add to its end instead. " +
-      (settings.write_file_max_bytes > 0
-        ? `One call writes at most ${settings.write_file_max_bytes} bytes: write a large file as a first ` +
-          "section, then add the rest in further calls with append=true, or edit with str_replace."
-        : "") +
-      (settings.max_file_size_mb > 0 ? ` A file may grow to at most ${settings.max_file_size_mb} MB.` : ""),
+    description: `${Texts.WRITE_FILE_DESCRIPTION}\n\n${writeLimits(settings)}`,
     parameters: WriteFileArgs,
     handler: (args, call) =>
       withSandbox("write_file", (sandbox) => {
@@ -72,8 +80,7 @@ export const writeFile = ({ settings, withSandbox }: ToolContext) =>
 export const strReplace = ({ withSandbox }: ToolContext) =>
   Tool.make({
     name: "str_replace",
-    description: "Replace text in a file. old_str must occur exactly once (include enough surrounding lines to " +
-      "make it unique), unless replace_all=true, which replaces every occurrence.",
+    description: Texts.STR_REPLACE_DESCRIPTION,
     parameters: StrReplaceArgs,
     handler: (args, call) =>
       withSandbox("str_replace", (sandbox) => {

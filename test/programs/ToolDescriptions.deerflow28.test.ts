@@ -1,0 +1,140 @@
+/**
+ * The tools DeerFlow also has are described to the model in DeerFlow's words: each tool's description and each
+ * argument's, as LangChain's `@tool` renders its docstring (with `parse_docstring=True`: the paragraphs before `Args:`
+ * joined by a space, each `Args:` entry the argument's description). The fixtures are rendered from DeerFlow's source
+ * by test/fixtures/deerflow/prompts/render_tool_descriptions.py (its output checked against langchain_core's own
+ * rendering). Checked where the model reads them: the `tools` of the requests the real `openai` client sends to the
+ * loopback scripted server. Where Antler adds to a description (bash's sandbox, write_file's cap on appends) the
+ * addition follows DeerFlow's text after a blank line (docs/deerflow.md).
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as App from "../../src/programs/App.js"
+import * as CustomAgents from "../../src/programs/CustomAgents.js"
+import * as Factory from "../../src/programs/Factory.js"
+import { tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+const fixtures = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "deerflow", "prompts")
+const fixture = <A>(name: string): A => JSON.parse(Fs.readFileSync(Path.join(fixtures, name), "utf8")) as A
+const DESCRIPTIONS = fixture<Record<string, string>>("tool_descriptions.json")
+const ARGUMENTS = fixture<Record<string, Record<string, string>>>("tool_arguments.json")
+
+interface Property {
+  readonly description?: string
+  readonly items?: Property & { readonly properties?: Record<string, Property> }
+  readonly anyOf?: ReadonlyArray<Property>
+}
+interface WireTool {
+  readonly function: {
+    readonly name: string
+    readonly description: string
+    readonly parameters: { readonly properties: Record<string, Property> }
+  }
+}
+
+/** Every tool the model was offered in any request, by name. */
+const seen = new Map<string, WireTool["function"]>()
+
+// one run of each shape that adds tools: a vision model with host bash, deferred skill discovery and skill
+// self-evolution (an admin's run), the bootstrap agent, a custom agent
+beforeAll(() =>
+  Effect.gen(function*() {
+    const server = yield* ScriptedChatServer.start(() => "ok")
+    const home = tempDir("antler-df28-tools-")
+    const skills = Path.join(home, "skills")
+    Fs.mkdirSync(Path.join(skills, "public", "notes"), { recursive: true })
+    Fs.writeFileSync(Path.join(skills, "public", "notes", "SKILL.md"), "---\nname: notes\ndescription: Notes\n---\n")
+    const app = yield* ConfigFile.fromObject({
+      models: [{
+        name: "scripted",
+        model: "scripted-model",
+        base_url: server.url,
+        api_key: "sk-test-df28",
+        supports_vision: true
+      }],
+      memory: { enabled: false },
+      skills: { path: skills, deferred_discovery: true },
+      skill_evolution: { enabled: true },
+      sandbox: { allow_host_bash: true }
+    }, { home })
+    yield* CustomAgents.save(home, "default", "ada", { config: { description: "Ada" }, soul: "I am Ada." })
+    const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
+    const context = yield* Layer.build(App.factoryLayer(app, choice).pipe(Layer.provide(NodeFileSystem.layer)))
+    const factory = Context.get(context, Factory.AgentFactory)
+    const shapes = [{}, { is_bootstrap: true, agent_name: "newbie" }, { agent_name: "ada" }]
+    for (const [index, settings] of shapes.entries()) {
+      yield* Stream.runDrain(factory.run({
+        threadId: `df28-tools-${index}`,
+        prompt: "Hello",
+        admin: true,
+        settings: { model_name: "scripted", ...settings }
+      }))
+    }
+    for (const body of server.requests) {
+      for (const tool of (body.tools ?? []) as ReadonlyArray<WireTool>) seen.set(tool.function.name, tool.function)
+    }
+  }).pipe(Effect.scoped, Effect.provide(NodeFileSystem.layer), Effect.runPromise), 60_000)
+
+/** The description of an argument (of a nullable one, as its `anyOf` carries it or not). */
+const described = (property: Property | undefined) => property?.description
+
+/** The tool as the model read it: its description, and its arguments' descriptions. */
+const offered = (name: string) => {
+  const tool = seen.get(name)
+  assert.isDefined(tool, `${name} was offered`)
+  const args = Object.fromEntries(
+    Object.entries(tool!.parameters.properties).map(([arg, property]) => [arg, described(property)])
+  )
+  return { description: tool!.description, args, properties: tool!.parameters.properties }
+}
+
+/** DeerFlow's argument descriptions of a tool (not those of a nested type). */
+const deerflowArgs = (name: string) =>
+  Object.fromEntries(Object.entries(ARGUMENTS[name]!).filter(([arg]) => !arg.endsWith("[]")))
+
+const equalToDeerFlow = (name: string) => {
+  const tool = offered(name)
+  assert.strictEqual(tool.description, DESCRIPTIONS[name])
+  assert.deepStrictEqual(tool.args, deerflowArgs(name))
+}
+
+describe("tool descriptions: DeerFlow's, as the model reads them", () => {
+  it("bash: DeerFlow's description, then what this sandbox does otherwise; DeerFlow's arguments", () => {
+    const tool = offered("bash")
+    assert.isTrue(tool.description.startsWith(`${DESCRIPTIONS["bash"]}\n\n`), tool.description)
+    const added = tool.description.slice(DESCRIPTIONS["bash"]!.length + 2)
+    assert.include(added, "stopped when the command ends")
+    assert.include(added, "Commands time out after 600 s.")
+    assert.deepStrictEqual(tool.args, deerflowArgs("bash"))
+  })
+
+  it("ls", () => equalToDeerFlow("ls"))
+  it("glob", () => equalToDeerFlow("glob"))
+  it("grep", () => equalToDeerFlow("grep"))
+  it("read_file", () => equalToDeerFlow("read_file"))
+
+  it("write_file: DeerFlow's description, then that the cap holds for appends too; DeerFlow's arguments", () => {
+    const tool = offered("write_file")
+    assert.strictEqual(
+      tool.description,
+      `${DESCRIPTIONS["write_file"]}\n\nHere the cap is 81920 bytes and holds for append=True calls too: split a ` +
+        "long append into several. A file may grow to at most 512 MB."
+    )
+    assert.deepStrictEqual(tool.args, deerflowArgs("write_file"))
+  })
+
+  it("str_replace", () => equalToDeerFlow("str_replace"))
+  it("present_files", () => equalToDeerFlow("present_files"))
+  it("view_image", () => equalToDeerFlow("view_image"))
+})
