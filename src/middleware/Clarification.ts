@@ -26,6 +26,7 @@ import * as M from "../state/Message.js"
 import * as Json from "../state/Json.js"
 import { charLength } from "../state/Chars.js"
 import * as Chain from "./Chain.js"
+import * as Text from "./ClarificationText.js"
 
 export const TOOL_NAME = "ask_clarification"
 
@@ -49,12 +50,7 @@ const MAX_FIELD_OPTIONS = 24
 const MAX_TEXT = 200
 const MAX_FORM_BYTES = 16384
 
-const stringList = (description: string, maxItems?: number) => ({
-  type: "array",
-  items: { type: "string" },
-  ...(maxItems !== undefined ? { maxItems } : {}),
-  description
-})
+const stringList = (description: string) => ({ type: "array", items: { type: "string" }, description })
 
 /**
  * The tool's arguments. Only `question` is checked strictly (`clarification_type` may be any value, read as
@@ -62,31 +58,33 @@ const stringList = (description: string, maxItems?: number) => ({
  * normalised afterwards, while the JSON Schema the model sees describes their intended shape.
  */
 export const Arguments = Schema.Struct({
-  question: Schema.String.annotations({ description: "The question to ask the user, one clear sentence." }),
+  question: Schema.String.annotations({ description: Text.ARGUMENTS.question }),
   // Any value is taken and read as DeerFlow's str() reads it (missing: missing_info); the model sees the five kinds.
   clarification_type: Schema.Unknown.annotations({
-    jsonSchema: { type: "string", enum: CLARIFICATION_TYPES, description: "What kind of clarification this is." }
+    jsonSchema: { type: "string", enum: CLARIFICATION_TYPES, description: Text.ARGUMENTS.clarification_type }
   }),
   context: Schema.optional(Schema.Unknown.annotations({
-    jsonSchema: { type: "string", description: "Why you are asking: what you know so far." }
+    jsonSchema: { type: "string", description: Text.ARGUMENTS.context }
   })),
   options: Schema.optional(Schema.Unknown.annotations({
-    jsonSchema: stringList("Choices to offer, as short strings (the user may still answer freely).")
+    jsonSchema: stringList(Text.ARGUMENTS.options)
   })),
   fields: Schema.optional(Schema.Unknown.annotations({
     jsonSchema: {
       type: "array",
       maxItems: MAX_FIELDS,
-      description: "A small form to fill in, instead of options, when you need several answers at once.",
+      description: Text.ARGUMENTS.fields,
+      // (DeerFlow's field type describes none of its keys: `fields`' description says what each is for)
       items: {
         type: "object",
+        description: Text.FIELD_DESCRIPTION,
         properties: {
-          name: { type: "string", description: "The key of this answer, unique within the form." },
-          label: { type: "string", description: "What the user sees (default: the name)." },
-          type: { type: "string", enum: FIELD_TYPES, description: "The kind of input (default: text)." },
-          required: { type: "boolean", description: "Whether the user must fill it in (default: false)." },
-          options: stringList("The choices of a select or multi_select field.", MAX_FIELD_OPTIONS),
-          placeholder: { type: "string", description: "An example value shown in the empty input." }
+          name: { type: "string" },
+          label: { type: "string" },
+          type: { type: "string", enum: FIELD_TYPES },
+          required: { type: "boolean" },
+          options: { type: "array", items: { type: "string" }, maxItems: MAX_FIELD_OPTIONS },
+          placeholder: { type: "string" }
         },
         required: ["name"],
         additionalProperties: false
@@ -457,9 +455,7 @@ export const DISABLED = "Clarification is disabled in this context — the human
  */
 export const tool: Tool.Tool<Arguments> = Tool.make({
   name: TOOL_NAME,
-  description: "Ask the user a question and wait for the answer. Use it when the request is missing information " +
-    "you cannot find yourself, is ambiguous, needs a choice between approaches, or before a risky action. " +
-    "The run stops after this call until the user answers.",
+  description: Text.DESCRIPTION,
   parameters: Arguments,
   handler: (args, call) =>
     Effect.flatMap(RunContext, (context) => {

@@ -137,4 +137,14 @@ describe("tool descriptions: DeerFlow's, as the model reads them", () => {
   it("str_replace", () => equalToDeerFlow("str_replace"))
   it("present_files", () => equalToDeerFlow("present_files"))
   it("view_image", () => equalToDeerFlow("view_image"))
+  it("ask_clarification, and its form field's description (DeerFlow's ClarificationFormField docstring)", () => {
+    equalToDeerFlow("ask_clarification")
+    const items = offered("ask_clarification").properties["fields"]!.items!
+    assert.strictEqual(items.description, ARGUMENTS["ask_clarification"]!["fields[]"])
+    // DeerFlow's TypedDict describes no key of its own: what each is for is in `fields`' description
+    assert.deepStrictEqual(
+      Object.values(items.properties ?? {}).filter((p) => p.description !== undefined),
+      []
+    )
+  })
 })
