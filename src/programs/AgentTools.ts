@@ -66,15 +66,19 @@ export const givenList = (
 
 const StringList = Schema.Union(Schema.Array(Schema.String), Schema.String, Schema.Null)
 
+// The tools' descriptions and their arguments' are DeerFlow's word for word (its setup_agent_tool.py and
+// update_agent_tool.py docstrings as LangChain's `@tool(parse_docstring=True)` hands them to the model: the
+// paragraphs before `Args:` joined by a space, each `Args:` entry its argument's description).
+
 /** The arguments of `setup_agent`. */
 export const SetupArgs = Schema.Struct({
   soul: Schema.String.annotations({
-    description: "The complete SOUL.md of the new agent (its identity, personality, values and ways of working), " +
-      "as confirmed by the user."
+    description: "Full SOUL.md content defining the agent's personality and behavior."
   }),
-  description: Schema.String.annotations({ description: "One line saying what the agent is for." }),
+  description: Schema.String.annotations({ description: "One-line description of what the agent does." }),
   skills: Schema.optional(StringList).annotations({
-    description: "The skills the agent may use (names); leave out for all skills, [] for none."
+    description: "Optional list of skill names this agent should use. None means use all enabled skills, empty list " +
+      "means no skills."
   })
 })
 
@@ -94,8 +98,7 @@ export const setupAgent = (
   Effect.map(FileSystem.FileSystem, (fs) =>
     Tool.make({
       name: "setup_agent",
-      description: "Create the agent from the SOUL.md you wrote with the user, once they confirmed it. Call it " +
-        "once, at the end of the onboarding conversation.",
+      description: "Setup the custom DeerFlow agent.",
       parameters: SetupArgs,
       handler: (args) =>
         Effect.gen(function*() {
@@ -149,17 +152,32 @@ export const setupAgent = (
 /** The arguments of `update_agent`. */
 export const UpdateArgs = Schema.Struct({
   soul: Schema.optional(Schema.NullOr(Schema.String)).annotations({
-    description: "The complete new SOUL.md (it replaces the old one whole). Leave out to keep it."
+    description: "Optional full replacement SOUL.md content."
   }),
   description: Schema.optional(Schema.NullOr(Schema.String)).annotations({
-    description: "A new one-line description."
+    description: "Optional new one-line description."
   }),
-  skills: Schema.optional(StringList).annotations({ description: "The skills you may use; [] for none." }),
+  skills: Schema.optional(StringList).annotations({
+    description: "Optional skill whitelist. ``[]`` = no skills, omit = unchanged."
+  }),
   tool_groups: Schema.optional(StringList).annotations({
-    description: "The tool groups you get (e.g. web, file:read, file:write, bash); [] for none."
+    description: "Optional tool-group whitelist. ``[]`` = empty, omit = unchanged."
   }),
-  model: Schema.optional(Schema.NullOr(Schema.String)).annotations({ description: "A configured model name." })
+  model: Schema.optional(Schema.NullOr(Schema.String)).annotations({
+    description: "Optional model override (must match a configured model name)."
+  })
 })
+
+const UPDATE_AGENT_DESCRIPTION = `Persist updates to the current custom agent's SOUL.md and config.yaml. Use this \
+when the user asks to refine the agent's identity, description,
+skill whitelist, tool-group whitelist, or default model. Only the fields
+you explicitly pass are updated; omitted fields keep their existing values. Pass \`\`soul\`\` as the FULL replacement \
+SOUL.md content — there is no patch
+semantics, so always start from the current SOUL and apply your edits. Pass \`\`skills=[]\`\` to disable all skills \
+for this agent. Omit \`\`skills\`\`
+entirely to keep the existing whitelist. Do not pass literal strings like
+\`\`"null"\`\` / \`\`"none"\`\` / \`\`"undefined"\`\` for unchanged fields; omit those
+fields instead.`
 
 const mapDefined = <A, B>(value: A | undefined, f: (a: A) => B): B | undefined =>
   value === undefined ? undefined : f(value)
@@ -179,8 +197,7 @@ export const updateAgent = (
   Effect.map(FileSystem.FileSystem, (fs) =>
     Tool.make({
       name: "update_agent",
-      description: "Change yourself for good: your SOUL.md, description, skills, tool groups or model. Send only the " +
-        "fields that change. Changes apply from the user's next message.",
+      description: UPDATE_AGENT_DESCRIPTION,
       parameters: UpdateArgs,
       handler: (args) =>
         Effect.gen(function*() {

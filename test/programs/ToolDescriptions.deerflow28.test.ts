@@ -137,6 +137,8 @@ describe("tool descriptions: DeerFlow's, as the model reads them", () => {
   it("str_replace", () => equalToDeerFlow("str_replace"))
   it("present_files", () => equalToDeerFlow("present_files"))
   it("view_image", () => equalToDeerFlow("view_image"))
+  it("setup_agent", () => equalToDeerFlow("setup_agent"))
+  it("update_agent", () => equalToDeerFlow("update_agent"))
   it("ask_clarification, and its form field's description (DeerFlow's ClarificationFormField docstring)", () => {
     equalToDeerFlow("ask_clarification")
     const items = offered("ask_clarification").properties["fields"]!.items!
