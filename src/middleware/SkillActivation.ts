@@ -395,13 +395,27 @@ export const findSkills = (skills: ReadonlyArray<Skill>, query: string): Readonl
     .map((r) => r.skill)
 }
 
+/**
+ * `describe_skill`'s description, DeerFlow's docstring as LangChain's `@tool` hands it to the model (the indentation
+ * of the lines after the first kept, as Python 3.12 leaves it in a function nested in another).
+ */
+const DESCRIBE_SKILL_DESCRIPTION = `Fetch usage metadata for installed skills so you can decide whether to load them.
+
+        Skills appear by name in <skill_index> in the system prompt.  Until
+        fetched, only the name is known.  This tool matches a query against
+        installed skills and returns their full metadata — description, allowed
+        tools, and file location — so you can decide whether to load the
+        SKILL.md via read_file.
+
+        Query forms:
+          - "select:data-analysis,deep-research" -- fetch these exact skills (no cap)
+          - "chart visualization" -- keyword search, best matches (up to 5)
+          - "+podcast gen" -- require "podcast" in the name, rank by remaining terms (up to 5)`
+
 const describeSkill = (options: Options) =>
   Tool.make({
     name: "describe_skill",
-    description: "Describe skills from the skill index: what each is for, the tools it may use, and where its " +
-      "SKILL.md is (read it with read_file before following it). `select:name1,name2` gives those skills; " +
-      "`+term more words` the skills whose name holds term, ranked by the other words; other words search names " +
-      `and descriptions (a search gives up to ${MAX_RESULTS}).`,
+    description: DESCRIBE_SKILL_DESCRIPTION,
     parameters: Schema.Struct({
       name: Schema.String.annotations({
         description: "A skill name, `select:a,b`, `+term more words`, or words to search for."

@@ -32,19 +32,20 @@ const MAX_TEXT_CHARS = 2 * CustomSkills.MAX_FILE_BYTES
 
 const Text = Schema.String.pipe(Schema.maxLength(MAX_TEXT_CHARS))
 
-/** The arguments of `skill_manage` (DeerFlow's fields). */
+/**
+ * The arguments of `skill_manage` (DeerFlow's fields, described in its words: its skill_manage_tool.py `Args:`
+ * entries as LangChain's `@tool(parse_docstring=True)` hands them to the model).
+ */
 export const Args = Schema.Struct({
   action: Schema.Literal(...ACTIONS).annotations({
     description: "One of create, patch, edit, delete, write_file, remove_file."
   }),
   name: Schema.String.pipe(Schema.maxLength(256)).annotations({ description: "Skill name in hyphen-case." }),
   content: Schema.optional(Schema.NullOr(Text)).annotations({
-    description: "New file content for create, edit, or write_file (a SKILL.md opens with front matter giving " +
-      "its name and description)."
+    description: "New file content for create, edit, or write_file."
   }),
   path: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(1024)))).annotations({
-    description: "Supporting file path for write_file or remove_file (under references/, templates/, scripts/ " +
-      "or assets/)."
+    description: "Supporting file path for write_file or remove_file."
   }),
   find: Schema.optional(Schema.NullOr(Text)).annotations({ description: "Existing text to replace for patch." }),
   replace: Schema.optional(Schema.NullOr(Text)).annotations({ description: "Replacement text for patch." }),
@@ -66,8 +67,8 @@ export const make = (
 ): Tool.Tool<Args> =>
   Tool.make({
     name: NAME,
-    description: "Manage custom skills under skills/custom/: create a skill, patch or edit its SKILL.md, add or " +
-      "remove its supporting files, or delete it. Every change is kept in the skill's history.",
+    // DeerFlow's docstring, word for word
+    description: "Manage custom skills under skills/custom/.",
     parameters: Args,
     handler: (args) =>
       Effect.gen(function*() {

@@ -139,6 +139,8 @@ describe("tool descriptions: DeerFlow's, as the model reads them", () => {
   it("view_image", () => equalToDeerFlow("view_image"))
   it("setup_agent", () => equalToDeerFlow("setup_agent"))
   it("update_agent", () => equalToDeerFlow("update_agent"))
+  it("skill_manage", () => equalToDeerFlow("skill_manage"))
+
   it("ask_clarification, and its form field's description (DeerFlow's ClarificationFormField docstring)", () => {
     equalToDeerFlow("ask_clarification")
     const items = offered("ask_clarification").properties["fields"]!.items!
@@ -148,5 +150,14 @@ describe("tool descriptions: DeerFlow's, as the model reads them", () => {
       Object.values(items.properties ?? {}).filter((p) => p.description !== undefined),
       []
     )
+  })
+
+  it("describe_skill: DeerFlow's description (a plain @tool: its docstring's indentation kept); name described", () => {
+    const tool = offered("describe_skill")
+    assert.strictEqual(tool.description, DESCRIPTIONS["describe_skill"])
+    // DeerFlow's `name` has no description (a plain @tool reads no `Args:`); Antler's says what it takes, as every
+    // argument it offers is described
+    assert.deepStrictEqual(Object.keys(tool.args), ["name"])
+    assert.isString(tool.args["name"])
   })
 })
