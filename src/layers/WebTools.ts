@@ -12,6 +12,7 @@ import * as Tool from "../services/Tool.js"
 import * as DocumentConverter from "./DocumentConverter.js"
 import * as SafeHttp from "./SafeHttp.js"
 import { clean, htmlText } from "./SearchProviders.js"
+import * as WebTexts from "./web/Texts.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // web_fetch
@@ -34,7 +35,7 @@ const DEFAULT_FETCH = { timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024, maxRedirec
 
 /** The arguments of `web_fetch`. */
 export const FetchArgs = Schema.Struct({
-  url: Schema.String.annotations({ description: "The URL to fetch the contents of." })
+  url: Schema.String.annotations({ description: WebTexts.FETCH_URL })
 })
 
 /** The `<title>` of an HTML page, if it has one. */
@@ -172,14 +173,9 @@ export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
     : SafeHttp.publicOnly(Array.isArray(allow) ? allow : undefined)
   return Tool.make({
     name: "web_fetch",
-    // DeerFlow's guidance (its fetchers' docstring) after what Antler's fetcher returns
-    description: "Fetch the contents of a web page at a given URL (or of a text, PDF or Office document on the " +
-      "web) and return them as Markdown, with the page's title and final URL.\n" +
-      "Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from " +
-      "the web_search and web_fetch tools.\n" +
-      "This tool can NOT access content that requires authentication, such as private Google Docs or pages behind " +
-      "login walls.\nDo NOT add www. to URLs that do NOT have them.\n" +
-      "URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.\n" +
+    // DeerFlow's words (its Jina AI fetcher's docstring), then what Antler's own fetcher does
+    description: `${WebTexts.FETCH.jina}\n\nHere Antler's own fetcher reads the page (a text, PDF or Office ` +
+      "document too) and returns it as Markdown, with its title and final URL. " +
       (allow === true ? "" : "Only public addresses can be read. ") +
       `The fetch gives up after ${Math.round(timeoutMs / 1000)} s.`,
     parameters: FetchArgs,
@@ -200,12 +196,12 @@ export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
 // ---------------------------------------------------------------------------------------------------------
 // web_search, image_search
 
-/** The arguments of `web_search`. */
-export const SearchArgs = Schema.Struct({
-  query: Schema.String.annotations({
-    description: "Search keywords describing what you want to find. Be specific for better results."
-  })
-})
+/** The arguments of `web_search`, its `query` described as the provider's DeerFlow `web_search` describes it. */
+export const searchArgs = (text: WebTexts.SearchText) =>
+  Schema.Struct({ query: Schema.String.annotations({ description: text.query }) })
+
+/** The arguments of `web_search` described as DeerFlow's DuckDuckGo search describes them. */
+export const SearchArgs = searchArgs(WebTexts.SEARCH.duckduckgo)
 
 /** The arguments of `image_search`. */
 export const ImageSearchArgs = Schema.Struct({
@@ -229,14 +225,19 @@ export const IMAGE_USAGE_HINT =
 
 const searchFailed = (tool: string, error: WebSearch.SearchError) => `Error: ${tool} failed: ${error.message}.`
 
-/** The `web_search` tool over a provider; results are a JSON list of `{title, url, snippet}`. */
-export const webSearch = (provider: WebSearch.Service, maxResults = 5): Tool.Tool =>
+/**
+ * The `web_search` tool over a provider; results are a JSON list of `{title, url, snippet}`. `text`: how DeerFlow's
+ * `web_search` of that provider is described (`Texts.SEARCH`; default: its DuckDuckGo search's words).
+ */
+export const webSearch = (
+  provider: WebSearch.Service,
+  maxResults = 5,
+  text: WebTexts.SearchText = WebTexts.SEARCH.duckduckgo
+): Tool.Tool =>
   Tool.make({
     name: "web_search",
-    description: "Search the web for information. Use this tool to find current information, news, articles, and " +
-      `facts from the internet (${provider.name}; up to ${maxResults} results, as a JSON list of {title, url, ` +
-      "snippet}). Read a promising result in full with web_fetch, and cite the pages you use.",
-    parameters: SearchArgs,
+    description: text.description,
+    parameters: text === WebTexts.SEARCH.duckduckgo ? SearchArgs : searchArgs(text),
     handler: (args) => {
       const query = args.query.trim()
       if (query === "") return Effect.succeed("Error: web_search needs a non-empty query.")

@@ -36,6 +36,7 @@ import * as SandboxTools from "../layers/SandboxTools.js"
 import * as DnsResolver from "../layers/web/DnsResolver.js"
 import * as ProviderFetch from "../layers/web/ProviderFetch.js"
 import * as Providers from "../layers/web/Providers.js"
+import * as WebTexts from "../layers/web/Texts.js"
 import * as WebTools from "../layers/WebTools.js"
 import type { AppConfig, ToolConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -391,6 +392,7 @@ export const assemble = (
               if (Either.isRight(built)) {
                 notRead.push(...Providers.unreadBy(mapped.reader), "max_redirects", "max_bytes")
                 const tool = ProviderFetch.webFetch(built.right, {
+                  description: WebTexts.FETCH[mapped.reader],
                   maxChars: s.max_chars,
                   allowPrivateAddresses: s.allow_private_addresses,
                   resolver: yield* resolver
@@ -437,7 +439,8 @@ export const assemble = (
             const max = decoded.right.max_results ?? 5
             const note = `${Providers.LABEL[provider]}, up to ${max} results`
             if (mapped.kind === "web_search") {
-              add(WebTools.webSearch(service, max), { ...base, state: "available", note }, where)
+              const tool = WebTools.webSearch(service, max, WebTexts.SEARCH[provider])
+              add(tool, { ...base, state: "available", note }, where)
             } else if (service.images === undefined) {
               missing(`${service.name} has no image search`)
             } else {

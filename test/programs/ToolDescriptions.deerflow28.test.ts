@@ -43,12 +43,13 @@ interface WireTool {
   }
 }
 
-/** Every tool the model was offered in any request, by name. */
-const seen = new Map<string, WireTool["function"]>()
+type Offered = Map<string, WireTool["function"]>
 
-// one run of each shape that adds tools: a vision model with host bash, deferred skill discovery and skill
-// self-evolution (an admin's run), the bootstrap agent, a custom agent
-beforeAll(() =>
+/**
+ * Every tool the model was offered in any request of one run of each of `shapes` (run settings), by name: a vision
+ * model with host bash, deferred skill discovery and skill self-evolution (an admin's run), and `config`.
+ */
+const toolsOffered = (config: Record<string, unknown>, shapes: ReadonlyArray<Record<string, unknown>>) =>
   Effect.gen(function*() {
     const server = yield* ScriptedChatServer.start(() => "ok")
     const home = tempDir("antler-df28-tools-")
@@ -66,13 +67,13 @@ beforeAll(() =>
       memory: { enabled: false },
       skills: { path: skills, deferred_discovery: true },
       skill_evolution: { enabled: true },
-      sandbox: { allow_host_bash: true }
+      sandbox: { allow_host_bash: true },
+      ...config
     }, { home })
     yield* CustomAgents.save(home, "default", "ada", { config: { description: "Ada" }, soul: "I am Ada." })
     const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
     const context = yield* Layer.build(App.factoryLayer(app, choice).pipe(Layer.provide(NodeFileSystem.layer)))
     const factory = Context.get(context, Factory.AgentFactory)
-    const shapes = [{}, { is_bootstrap: true, agent_name: "newbie" }, { agent_name: "ada" }]
     for (const [index, settings] of shapes.entries()) {
       yield* Stream.runDrain(factory.run({
         threadId: `df28-tools-${index}`,
@@ -81,17 +82,30 @@ beforeAll(() =>
         settings: { model_name: "scripted", ...settings }
       }))
     }
+    const seen: Offered = new Map()
     for (const body of server.requests) {
       for (const tool of (body.tools ?? []) as ReadonlyArray<WireTool>) seen.set(tool.function.name, tool.function)
     }
-  }).pipe(Effect.scoped, Effect.provide(NodeFileSystem.layer), Effect.runPromise), 60_000)
+    return seen
+  }).pipe(Effect.scoped, Effect.provide(NodeFileSystem.layer))
+
+let seen: Offered = new Map()
+
+// one run of each shape that adds tools: the default agent, the bootstrap agent, a custom agent
+beforeAll(() =>
+  toolsOffered({}, [{}, { is_bootstrap: true, agent_name: "newbie" }, { agent_name: "ada" }]).pipe(
+    Effect.map((offered) => {
+      seen = offered
+    }),
+    Effect.runPromise
+  ), 60_000)
 
 /** The description of an argument (of a nullable one, as its `anyOf` carries it or not). */
 const described = (property: Property | undefined) => property?.description
 
 /** The tool as the model read it: its description, and its arguments' descriptions. */
-const offered = (name: string) => {
-  const tool = seen.get(name)
+const offered = (name: string, tools: Offered = seen) => {
+  const tool = tools.get(name)
   assert.isDefined(tool, `${name} was offered`)
   const args = Object.fromEntries(
     Object.entries(tool!.parameters.properties).map(([arg, property]) => [arg, described(property)])
@@ -160,4 +174,45 @@ describe("tool descriptions: DeerFlow's, as the model reads them", () => {
     assert.deepStrictEqual(Object.keys(tool.args), ["name"])
     assert.isString(tool.args["name"])
   })
+})
+
+/** A configured `tools[]` entry of DeerFlow's community module `module`. */
+const community = (name: "web_search" | "web_fetch", module: string, settings: Record<string, unknown> = {}) => ({
+  name,
+  group: "web",
+  use: `deerflow.community.${module}.tools:${name}_tool`,
+  ...settings
+})
+
+describe("web tool descriptions: DeerFlow's, of the configured provider", () => {
+  // each provider's web_search and each reader's web_fetch, as DeerFlow's module of that name describes them
+  const cases: ReadonlyArray<readonly [search: string, fetch: string, settings: Record<string, unknown>]> = [
+    ["ddg_search", "jina_ai", {}],
+    ["serper", "browserless", { api_key: "key-df28" }],
+    ["groundroute", "groundroute", { api_key: "key-df28" }],
+    ["searxng", "crawl4ai", { base_url: "http://127.0.0.1:9" }],
+    ["tavily", "tavily", { api_key: "key-df28" }]
+  ]
+  for (const [search, fetch, settings] of cases) {
+    it.live(`web_search (${search}) and web_fetch (${fetch})`, () =>
+      Effect.gen(function*() {
+        const tools = yield* toolsOffered({
+          tools: [community("web_search", search, settings), community("web_fetch", fetch, settings)]
+        }, [{}])
+        const web = offered("web_search", tools)
+        assert.strictEqual(web.description, DESCRIPTIONS[`web_search@${search}`])
+        assert.strictEqual(web.args["query"], ARGUMENTS[`web_search@${search}`]!["query"])
+        const page = offered("web_fetch", tools)
+        assert.strictEqual(page.description, DESCRIPTIONS[`web_fetch@${fetch}`])
+        assert.deepStrictEqual(page.args, ARGUMENTS[`web_fetch@${fetch}`])
+      }))
+  }
+
+  it.live("Antler's own fetcher: DeerFlow's words, then what it does", () =>
+    Effect.gen(function*() {
+      const tools = yield* toolsOffered({ tools: [{ name: "web_fetch", group: "web", use: "antler:web_fetch" }] }, [{}])
+      const page = offered("web_fetch", tools)
+      assert.isTrue(page.description.startsWith(`${DESCRIPTIONS["web_fetch@jina_ai"]}\n\nHere Antler's own fetcher`))
+      assert.deepStrictEqual(page.args, ARGUMENTS["web_fetch@jina_ai"])
+    }))
 })

@@ -16,6 +16,7 @@ import * as DocumentConverter from "../DocumentConverter.js"
 import * as SafeHttp from "../SafeHttp.js"
 import { clean } from "../SearchProviders.js"
 import * as WebTools from "../WebTools.js"
+import * as WebTexts from "./Texts.js"
 
 /** A page a provider read. */
 export interface Page {
@@ -47,6 +48,8 @@ export interface Options {
   readonly allowPrivateAddresses?: boolean | ReadonlyArray<string> | undefined
   /** The resolver a `resolvesHost` reader's URLs are checked with; without one, their host names are refused. */
   readonly resolver?: HostResolver.Service | undefined
+  /** The tool's description: DeerFlow's fetcher of this reader (`Texts.FETCH`). Default: its Jina AI fetcher's. */
+  readonly description?: string | undefined
 }
 
 // names that are private whatever they resolve to here (DeerFlow's `_BLOCKED_HOSTNAMES`)
@@ -114,13 +117,8 @@ export const webFetch = (reader: Reader, options: Options = {}): Tool.Tool => {
   const maxChars = options.maxChars ?? 200_000
   return Tool.make({
     name: "web_fetch",
-    // DeerFlow's guidance (its fetchers' docstring)
-    description: `Fetch the contents of a web page at a given URL (read through ${reader.name}).\n` +
-      "Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from " +
-      "the web_search and web_fetch tools.\n" +
-      "This tool can NOT access content that requires authentication, such as private Google Docs or pages behind " +
-      "login walls.\nDo NOT add www. to URLs that do NOT have them.\n" +
-      "URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.",
+    // DeerFlow's words: its fetcher's docstring for this reader
+    description: options.description ?? WebTexts.FETCH.jina,
     parameters: WebTools.FetchArgs,
     handler: (args) => {
       const url = args.url.trim()

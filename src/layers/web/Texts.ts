@@ -1,0 +1,123 @@
+/**
+ * DeerFlow's web tools as its model reads them, word for word (bytedance/deer-flow, MIT licence,
+ * backend/packages/harness/deerflow/community/<module>/tools.py): each provider's `web_search_tool` and
+ * `web_fetch_tool` docstring through LangChain's `@tool(parse_docstring=True)` (the paragraphs before `Args:` joined by
+ * a space; each `Args:` entry its argument's description). Generated from
+ * test/fixtures/deerflow/prompts/tool_descriptions.json and tool_arguments.json (`web_search@<module>`); a line too
+ * long for this file goes on with a backslash at its end (nothing of it is in the text).
+ */
+import type { Provider, ReaderProvider } from "./Providers.js"
+
+/** A `web_search` as DeerFlow describes it: the tool, and its `query` argument. */
+export interface SearchText {
+  readonly description: string
+  readonly query: string
+}
+
+/** DeerFlow's `web_search` of each provider. */
+export const SEARCH: Readonly<Record<Provider, SearchText>> = {
+  duckduckgo: {
+    description: `Search the web for information. Use this tool to find current information, news, articles, and \
+facts from the internet.`,
+    query: `Search keywords describing what you want to find. Be specific for better results.`
+  },
+  tavily: {
+    description: `Search the web.`,
+    query: `The query to search for.`
+  },
+  searxng: {
+    description: `Search the web using SearXNG.`,
+    query: `The query to search for.`
+  },
+  serper: {
+    description: `Search the web for information using Google Search via Serper.`,
+    query: `Search keywords describing what you want to find. Be specific for better results.`
+  },
+  brave: {
+    description: `Search the web for information using Brave Search.`,
+    query: `Search keywords describing what you want to find. Be specific for better results.`
+  },
+  exa: {
+    description: `Search the web.`,
+    query: `The query to search for.`
+  },
+  firecrawl: {
+    description: `Search the web.`,
+    query: `The query to search for.`
+  },
+  fastcrw: {
+    description: `Search the web.`,
+    query: `The query to search for.`
+  },
+  infoquest: {
+    description: `Search the web.`,
+    query: `The query to search for.`
+  },
+  groundroute: {
+    description: `Search the web for information using GroundRoute. GroundRoute routes the query across six search \
+engines and returns the result
+set from the engine it selected, with failover if one engine is unavailable.`,
+    query: `Search keywords describing what you want to find. Be specific for better results.`
+  }
+}
+
+/** Every DeerFlow `web_fetch`'s description of its `url` argument. */
+export const FETCH_URL = `The URL to fetch the contents of.`
+
+/** DeerFlow's `web_fetch` of each reader (Jina AI's is also its most common one). */
+export const FETCH: Readonly<Record<ReaderProvider, string>> = {
+  jina: `Fetch the contents of a web page at a given URL.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  tavily: `Fetch the contents of a web page at a given URL.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  exa: `Fetch the contents of a web page at a given URL.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  firecrawl: `Fetch the contents of a web page at a given URL.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  fastcrw: `Fetch the contents of a web page at a given URL.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  browserless: `Fetch the contents of a web page at a given URL using Browserless (headless Chrome).
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  crawl4ai: `Fetch the contents of a web page at a given URL.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  infoquest: `Fetch the contents of a web page at a given URL.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
+  groundroute: `Fetch the contents of a web page at a given URL via GroundRoute.
+Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+web_search and web_fetch tools.
+This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
+Do NOT add www. to URLs that do NOT have them.
+URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`
+}
