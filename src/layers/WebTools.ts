@@ -203,21 +203,27 @@ export const searchArgs = (text: WebTexts.SearchText) =>
 /** The arguments of `web_search` described as DeerFlow's DuckDuckGo search describes them. */
 export const SearchArgs = searchArgs(WebTexts.SEARCH.duckduckgo)
 
-/** The arguments of `image_search`. */
-export const ImageSearchArgs = Schema.Struct({
-  query: Schema.String.annotations({
-    description: "Search keywords describing the images you want to find. Be specific for better results (e.g., " +
-      "\"Japanese woman street photography 1990s\" instead of just \"woman\")."
-  }),
-  size: Schema.optional(Schema.NullOr(Schema.Literal("Small", "Medium", "Large", "Wallpaper"))).annotations({
-    description: "Image size filter. Use \"Large\" for reference images."
-  }),
-  type_image: Schema.optional(Schema.NullOr(Schema.Literal("photo", "clipart", "gif", "transparent", "line")))
-    .annotations({ description: "Image type filter. Use \"photo\" for realistic references." }),
-  layout: Schema.optional(Schema.NullOr(Schema.Literal("Square", "Tall", "Wide"))).annotations({
-    description: "Layout filter. Choose based on your generation needs."
+/**
+ * The arguments of `image_search`: `query` described as the provider's DeerFlow `image_search` describes it, the
+ * filters as DeerFlow's DuckDuckGo one (the only one with filters) describes them.
+ */
+export const imageSearchArgs = (text: WebTexts.SearchText) =>
+  Schema.Struct({
+    query: Schema.String.annotations({ description: text.query }),
+    size: Schema.optional(Schema.NullOr(Schema.Literal("Small", "Medium", "Large", "Wallpaper"))).annotations({
+      description: WebTexts.IMAGE_FILTERS.size
+    }),
+    type_image: Schema.optional(Schema.NullOr(Schema.Literal("photo", "clipart", "gif", "transparent", "line")))
+      .annotations({ description: WebTexts.IMAGE_FILTERS.type_image }),
+    layout: Schema.optional(Schema.NullOr(Schema.Literal("Square", "Tall", "Wide"))).annotations({
+      description: WebTexts.IMAGE_FILTERS.layout
+    })
   })
-})
+
+const DUCKDUCKGO_IMAGES = WebTexts.IMAGE.duckduckgo!
+
+/** The arguments of `image_search` described as DeerFlow's DuckDuckGo image search describes them. */
+export const ImageSearchArgs = imageSearchArgs(DUCKDUCKGO_IMAGES)
 
 /** What `image_search` tells the model to do with its results (DeerFlow's `usage_hint`). */
 export const IMAGE_USAGE_HINT =
@@ -250,23 +256,19 @@ export const webSearch = (
     }
   })
 
-/** The `image_search` tool over a provider with image search; results are a JSON object listing the images. */
+/**
+ * The `image_search` tool over a provider with image search; results are a JSON object listing the images. `text`:
+ * how DeerFlow's `image_search` of that provider is described (`Texts.IMAGE`; default: its DuckDuckGo one's words).
+ */
 export const imageSearch = (
   provider: WebSearch.Service & { readonly images: NonNullable<WebSearch.Service["images"]> },
-  maxResults = 5
+  maxResults = 5,
+  text: WebTexts.SearchText = DUCKDUCKGO_IMAGES
 ): Tool.Tool =>
   Tool.make({
     name: "image_search",
-    // DeerFlow's guidance (its image_search docstring), with the provider and the number of results
-    description: `Search for images online (${provider.name}; up to ${maxResults} results, with their image, ` +
-      "thumbnail and page URLs). Use this tool BEFORE image generation to find reference images for characters, " +
-      "portraits, objects, scenes, or any content requiring visual accuracy.\n\n**When to use:**\n" +
-      "- Before generating character/portrait images: search for similar poses, expressions, styles\n" +
-      "- Before generating specific objects/products: search for accurate visual references\n" +
-      "- Before generating scenes/locations: search for architectural or environmental references\n" +
-      "- Before generating fashion/clothing: search for style and detail references\n\n" +
-      "The returned image URLs can be used as reference images in image generation to significantly improve quality.",
-    parameters: ImageSearchArgs,
+    description: text.description,
+    parameters: text === DUCKDUCKGO_IMAGES ? ImageSearchArgs : imageSearchArgs(text),
     handler: (args) => {
       const query = args.query.trim()
       if (query === "") return Effect.succeed("Error: image_search needs a non-empty query.")

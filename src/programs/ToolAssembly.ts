@@ -444,7 +444,7 @@ export const assemble = (
             } else if (service.images === undefined) {
               missing(`${service.name} has no image search`)
             } else {
-              const tool = WebTools.imageSearch({ ...service, images: service.images }, max)
+              const tool = WebTools.imageSearch({ ...service, images: service.images }, max, WebTexts.IMAGE[provider])
               add(tool, { ...base, state: "available", note }, where)
             }
             break

@@ -208,6 +208,24 @@ describe("web tool descriptions: DeerFlow's, of the configured provider", () => 
       }))
   }
 
+  for (const [module, settings] of [["image_search", {}], ["serper", { api_key: "key-df28" }]] as const) {
+    it.live(`image_search (${module}); its filters described as DeerFlow's DuckDuckGo image search's`, () =>
+      Effect.gen(function*() {
+        const use = `deerflow.community.${module}.tools:image_search_tool`
+        const entry = { name: "image_search", group: "web", use }
+        const tools = yield* toolsOffered({ tools: [{ ...entry, ...settings }] }, [{}])
+        const images = offered("image_search", tools)
+        assert.strictEqual(images.description, DESCRIPTIONS[`image_search@${module}`])
+        const ddg = ARGUMENTS["image_search@image_search"]!
+        assert.deepStrictEqual(images.args, {
+          query: ARGUMENTS[`image_search@${module}`]!["query"],
+          size: ddg["size"],
+          type_image: ddg["type_image"],
+          layout: ddg["layout"]
+        })
+      }))
+  }
+
   it.live("Antler's own fetcher: DeerFlow's words, then what it does", () =>
     Effect.gen(function*() {
       const tools = yield* toolsOffered({ tools: [{ name: "web_fetch", group: "web", use: "antler:web_fetch" }] }, [{}])

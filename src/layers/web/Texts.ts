@@ -1,7 +1,7 @@
 /**
  * DeerFlow's web tools as its model reads them, word for word (bytedance/deer-flow, MIT licence,
  * backend/packages/harness/deerflow/community/<module>/tools.py): each provider's `web_search_tool` and
- * `web_fetch_tool` docstring through LangChain's `@tool(parse_docstring=True)` (the paragraphs before `Args:` joined by
+ * `web_fetch_tool` (and `image_search_tool`) docstring through LangChain's `@tool(parse_docstring=True)` (the paragraphs before `Args:` joined by
  * a space; each `Args:` entry its argument's description). Generated from
  * test/fixtures/deerflow/prompts/tool_descriptions.json and tool_arguments.json (`web_search@<module>`); a line too
  * long for this file goes on with a backslash at its end (nothing of it is in the text).
@@ -121,3 +121,49 @@ This tool can NOT access content that requires authentication, such as private G
 Do NOT add www. to URLs that do NOT have them.
 URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`
 }
+
+/** DeerFlow's `image_search` of each provider that has one: the tool, and its `query` argument. */
+export const IMAGE: Readonly<Partial<Record<Provider, SearchText>>> = {
+  duckduckgo: {
+    description: `Search for images online. Use this tool BEFORE image generation to find reference images for \
+characters, portraits, objects, scenes, or any content requiring visual accuracy. **When to use:**
+- Before generating character/portrait images: search for similar poses, expressions, styles
+- Before generating specific objects/products: search for accurate visual references
+- Before generating scenes/locations: search for architectural or environmental references
+- Before generating fashion/clothing: search for style and detail references The returned image URLs can be used as \
+reference images in image generation to significantly improve quality.`,
+    query: `Search keywords describing the images you want to find. Be specific for better results (e.g., "Japanese \
+woman street photography 1990s" instead of just "woman").`
+  },
+  serper: {
+    description: `Search for images online using Google Images via Serper. Use this tool BEFORE image generation to \
+find reference images for characters, portraits, objects, scenes, or any content requiring visual accuracy. The \
+returned image URLs can be used as reference images in image generation to significantly improve quality.`,
+    query: `Search keywords describing the images you want to find. Be specific for better results (e.g., "Japanese \
+woman street photography 1990s" instead of just "woman").`
+  },
+  brave: {
+    description: `Search for images online using Brave Image Search. Use this tool BEFORE image generation to find \
+reference images for characters, portraits, objects, scenes, or any content requiring visual accuracy. The returned \
+image URLs can be used as reference images in image generation to significantly improve quality.`,
+    query: `Search keywords describing the images you want to find. Be specific for better results.`
+  },
+  infoquest: {
+    description: `Search for images online. Use this tool BEFORE image generation to find reference images for \
+characters, portraits, objects, scenes, or any content requiring visual accuracy. **When to use:**
+- Before generating character/portrait images: search for similar poses, expressions, styles
+- Before generating specific objects/products: search for accurate visual references
+- Before generating scenes/locations: search for architectural or environmental references
+- Before generating fashion/clothing: search for style and detail references The returned image URLs can be used as \
+reference images in image generation to significantly improve quality.`,
+    query: `The query to search for images.`
+  }
+}
+
+/** DeerFlow's (DuckDuckGo) `image_search`'s descriptions of its filters. */
+export const IMAGE_FILTERS = {
+  size: `Image size filter. Options: "Small", "Medium", "Large", "Wallpaper". Use "Large" for reference images.`,
+  type_image: `Image type filter. Options: "photo", "clipart", "gif", "transparent", "line". Use "photo" for \
+realistic references.`,
+  layout: `Layout filter. Options: "Square", "Tall", "Wide". Choose based on your generation needs.`
+} as const
