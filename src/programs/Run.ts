@@ -52,7 +52,7 @@ import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
 import * as PartialAnswer from "./PartialAnswer.js"
 import * as RunStateHolder from "./RunStateHolder.js"
-import { busyMessage, LEASE_TTL_MS, lostMessage, takeLease } from "./ThreadLease.js"
+import { busyMessage, LeaseTtl, lostMessage, takeLease } from "./ThreadLease.js"
 
 /** What to run. */
 export interface RunInput {
@@ -86,7 +86,7 @@ export type Agent<E = never, R = never> = Context.Context<Ports> | Layer.Layer<P
 export const defaultOptions: RunOptions = { recursionLimit: 100, toolConcurrency: 8 }
 
 // (a run's lease on its thread: its life, its taking, what a run is told busy, lost or lapsed)
-export { busyMessage, LAPSED_REASON, LEASE_TTL_MS, lostMessage, takeLease } from "./ThreadLease.js"
+export { busyMessage, LAPSED_REASON, LEASE_TTL_MS, LeaseTtl, lostMessage, takeLease } from "./ThreadLease.js"
 
 /** The content of the synthetic result written for a tool call that started and never returned. */
 export const INTERRUPTED_TOOL_RESULT =
@@ -394,8 +394,10 @@ export const execute = <E = never, R = never>(
     // it)
     const settlement = Option.filter(yield* Effect.serviceOption(RunSettlement), (s) => s.settles(runId))
     const settled = Option.isSome(settlement)
-    // One active run per thread: take the lease before reading anything.
-    const lease = takeLease(store, threadId, runId)
+    // One active run per thread: take the lease before reading anything (for its life where it is held, which the
+    // messages of its loss name)
+    const ttlMs = yield* LeaseTtl
+    const lease = takeLease(store, threadId, runId, ttlMs)
     const leased = settled ? Either.right(settlement.value.lost()) : yield* Effect.either(restore(lease))
     if (Either.isLeft(leased)) return yield* ended(errorEnd(Cause.fail(leased.left)))
     if (leased.right !== undefined) {
@@ -404,7 +406,7 @@ export const execute = <E = never, R = never>(
         status: "error",
         stop_reason: "error",
         error: leased.right === LAPSED
-          ? { name: "LeaseLost", message: lostMessage(runId, LAPSED) }
+          ? { name: "LeaseLost", message: lostMessage(runId, LAPSED, ttlMs) }
           : { name: "ThreadBusy", message: busyMessage(threadId, leased.right) }
       })
     }
@@ -460,11 +462,11 @@ export const execute = <E = never, R = never>(
     const renew = lease.pipe(
       Effect.tap((holder) => Effect.sync(() => (lostHere ??= holder))),
       Effect.catchAll((error) => Effect.logWarning(`cannot renew the thread's lease: ${error.message}`)),
-      Effect.repeat(Schedule.spaced(LEASE_TTL_MS / 3)),
-      Effect.delay(LEASE_TTL_MS / 3)
+      Effect.repeat(Schedule.spaced(ttlMs / 3)),
+      Effect.delay(ttlMs / 3)
     )
     const notOwned = (lost: Lost) =>
-      Effect.fail(new StoreError({ operation: "lease", message: lostMessage(runId, lost) }))
+      Effect.fail(new StoreError({ operation: "lease", message: lostMessage(runId, lost, ttlMs) }))
     const owned = Effect.suspend(() => {
       const lost = lostTo()
       return lost === undefined ? Effect.void : notOwned(lost)

@@ -3,6 +3,7 @@
  * taking or renewal, and what a run is told when its thread is busy, or when it lost the lease or let it lapse.
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type { Lost } from "../services/RunSettlement.js"
 import { LAPSED } from "../services/RunSettlement.js"
@@ -10,6 +11,14 @@ import type { LeaseHolder, ThreadStore } from "../services/ThreadStore.js"
 
 /** How long a run's lease on its thread lasts unless renewed (it is renewed every third of that). */
 export const LEASE_TTL_MS = 30_000
+
+/**
+ * How long a run's lease on its thread lasts unless renewed, in ms, where it is taken and renewed (`LEASE_TTL_MS`; a
+ * test's shorter): what a run stopped for its lapse or loss is told its life was.
+ */
+export class LeaseTtl extends Context.Reference<LeaseTtl>()("antler/ThreadLeaseTtl", {
+  defaultValue: () => LEASE_TTL_MS
+}) {}
 
 /**
  * Takes, or renews, run `runId`'s lease on `threadId` for `ttlMs` (`LEASE_TTL_MS`): `undefined`, or who holds it
@@ -26,14 +35,15 @@ export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
 /**
  * A run stopped because another took its thread's lease (`lost`): not `busyMessage`, which asks the user to wait for
  * a run to end, since this run was already going when this process, stalled past the lease's life, lost the thread.
+ * `ttlMs`: the lease's life where the run held it (`LeaseTtl`).
  */
-export const lostMessage = (runId: string, lost: Lost): string =>
+export const lostMessage = (runId: string, lost: Lost, ttlMs: number): string =>
   lost === LAPSED
     ? `Run ${runId} was stopped: ${LAPSED_REASON} Its process had no answer from the store renewing the ` +
-      `thread's lease within the lease's life (${LEASE_TTL_MS / 1000} s), so another process may have taken the ` +
+      `thread's lease within the lease's life (${ttlMs / 1000} s), so another process may have taken the ` +
       `thread. What the run did after its last saved step is not kept.`
     : `Run ${runId} was stopped: its thread was taken by run ${lost.run_id} (process ${lost.owner}) after this ` +
-      `process had not renewed the thread's lease for longer than its life (${LEASE_TTL_MS / 1000} s). What the ` +
+      `process had not renewed the thread's lease for longer than its life (${ttlMs / 1000} s). What the ` +
       `run did after its last saved step is not kept.`
 
 /** What a run whose lease could not be confirmed is stopped with: DeerFlow's worker's words when it fences its run. */

@@ -414,7 +414,7 @@ export const execute = (
         type: "run_end",
         status: "error",
         stop_reason: "error",
-        error: { name: LOST_ERROR, message: Run.lostMessage(runId, taken ?? LAPSED) },
+        error: { name: LOST_ERROR, message: Run.lostMessage(runId, taken ?? LAPSED, deps.leases.ttlMs) },
         ...(last?.usage === undefined ? {} : { usage: last.usage })
       }
     }

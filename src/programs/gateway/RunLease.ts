@@ -15,18 +15,16 @@
  * (One renewer, not one fiber a run: a run's lease is an entry in a set, a few dozen bytes, where a fiber asleep
  * between its renewals kept about 10 KB.)
  */
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Lost } from "../../services/RunSettlement.js"
 import { LAPSED } from "../../services/RunSettlement.js"
 import type { LeaseHolder, ThreadStore } from "../../services/ThreadStore.js"
 import * as Run from "../Run.js"
+import { LeaseTtl } from "../ThreadLease.js"
 
 /** How long a run's lease on its thread lasts unless renewed, in ms (`Run.LEASE_TTL_MS`; a test's shorter). */
-export class LeaseTtl extends Context.Reference<LeaseTtl>()("antler/gateway/RunLeaseTtl", {
-  defaultValue: () => Run.LEASE_TTL_MS
-}) {}
+export { LeaseTtl } from "../ThreadLease.js"
 
 /** A lease held by the renewer. */
 export interface Held {

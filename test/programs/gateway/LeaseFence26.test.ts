@@ -110,6 +110,8 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     assert.strictEqual(streamed.name, "LeaseLost")
     assert.include(streamed.message, Run.LAPSED_REASON)
     assert.include(streamed.message, runId)
+    // (the lease's life as configured here, not the default's 30 s)
+    assert.include(streamed.message, `lease's life (${TTL_MS / 1000} s)`)
     assert.deepStrictEqual(events.slice(-2).map((e) => e.event), ["error", "end"])
     const lastValues = events.filter((e) => e.event === "values").at(-1)!.data as { messages: Array<any> }
     const answers = lastValues.messages.filter((m) => m.type === "tool")
