@@ -155,11 +155,11 @@ export const makeHarness = (chain: Chain, store: Store) => {
       ThreadStore.of({
         ...inner,
         // (timed on success only, with one effect step: a failed append fails the run, and the job with it)
-        append: (threadId, runId, updates) =>
+        append: (threadId, runId, updates, options) =>
           Effect.suspend(() => {
             const t0 = performance.now()
             probe.appended.push(updates)
-            return Effect.map(inner.append(threadId, runId, updates), () => {
+            return Effect.map(inner.append(threadId, runId, updates, options), () => {
               probe.appendMs += performance.now() - t0
               probe.appends++
             })

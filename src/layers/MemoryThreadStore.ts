@@ -8,6 +8,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
 import type {
+  AppendOptions,
   CheckpointRecord,
   LeaseHolder,
   Metadata,
@@ -17,7 +18,10 @@ import type {
 } from "../services/ThreadStore.js"
 import {
   deleteBusyMessage,
+  fencedMessage,
+  LEASE_FENCED,
   leaseBlocks,
+  leaseHeldBy,
   leaseOwner,
   threadStatus,
   ThreadStore,
@@ -140,6 +144,14 @@ export const make = (): ThreadStore["Type"] => {
     touched(entry)
     return entry
   }
+  // an append fenced by its run's lease, which another run (or process) took since, or was given back: refused
+  const fenced = (threadId: string, runId: string, options: AppendOptions | undefined) =>
+    options?.leased !== true || leaseHeldBy(leases.get(threadId), runId, owner)
+      ? undefined
+      : Effect.fail(new StoreError({
+        operation: LEASE_FENCED,
+        message: fencedMessage(threadId, runId, leases.get(threadId))
+      }))
   const summary = (thread_id: string, entry: Entry, now: number): ThreadSummary => {
     const last = [...entry.runs.values()].at(-1)
     const status = threadStatus(last, leases.get(thread_id), now)
@@ -250,9 +262,12 @@ export const make = (): ThreadStore["Type"] => {
             }))
         })
       }),
-    append: (threadId, runId, updates) => Effect.sync(() => void appendNow(threadId, runId, updates)),
-    appendMeasured: (threadId, runId, updates, unownedOf) =>
-      Effect.sync(() => {
+    append: (threadId, runId, updates, options) =>
+      Effect.suspend(() =>
+        fenced(threadId, runId, options) ?? Effect.sync(() => void appendNow(threadId, runId, updates))
+      ),
+    appendMeasured: (threadId, runId, updates, unownedOf, options) =>
+      Effect.suspend(() => fenced(threadId, runId, options) ?? Effect.sync(() => {
         const entry = appendNow(threadId, runId, updates)
         settle()
         const mine = owners.get(entry.owner) ?? 0
@@ -260,7 +275,7 @@ export const make = (): ThreadStore["Type"] => {
           ? (owners.get(unownedOf) ?? 0) + (owners.get(null) ?? 0)
           : mine
         return { bytes: entry.counted, owner: entry.owner, owned }
-      }),
+      })),
     saveRun: (run) =>
       Effect.sync(() => {
         const entry = get(run.thread_id)

@@ -21,8 +21,17 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { StoreError } from "../services/RunContext.js"
-import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
-import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore, withSpans } from "../services/ThreadStore.js"
+import type { AppendOptions, LoadedThread, RunRecord } from "../services/ThreadStore.js"
+import {
+  deleteBusyMessage,
+  fencedMessage,
+  LEASE_FENCED,
+  leaseBlocks,
+  leaseHeldBy,
+  leaseOwner,
+  ThreadStore,
+  withSpans
+} from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import type { StateUpdate } from "../state/ThreadState.js"
 import * as PgPool from "./store/PgPool.js"
@@ -138,6 +147,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     )
 
     const now = Effect.map(Clock.currentTimeMillis, iso)
+    // (this process, as the owner of the leases it takes)
+    const owner = leaseOwner()
     const ensureThread = (threadId: string, at: string, owner: string | null = null, metadata: string | null = null) =>
       q(
         `INSERT INTO antler_threads (thread_id, created_at, updated_at, owner, metadata) VALUES ($1, $2, $2, $3, $4)
@@ -166,7 +177,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       threadId: string,
       runId: string,
       given: ReadonlyArray<StateUpdate>,
-      unownedOf: string | undefined
+      unownedOf: string | undefined,
+      options: AppendOptions | undefined
     ) =>
       Effect.suspend(() => {
         const checkpoint = checkpointOf(threadId, given, redactor)
@@ -177,6 +189,21 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return Effect.flatMap(now, (at) =>
           transaction(
             Effect.gen(function*() {
+              // fenced by the run's lease: its row locked first (as a delete locks it), shared, until the commit, so
+              // no other process takes the lease between this check and the write
+              if (options?.leased === true) {
+                const leases = yield* q(
+                  `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR SHARE`,
+                  [threadId]
+                )
+                const [holder] = yield* decodeRows(decodeLeaseRows, leases, "append", "The lease table")
+                if (!leaseHeldBy(holder, runId, owner)) {
+                  return yield* new StoreError({
+                    operation: LEASE_FENCED,
+                    message: fencedMessage(threadId, runId, holder)
+                  })
+                }
+              }
               yield* ensureThread(threadId, at)
               // one appender of a thread at a time: seq order is commit order
               yield* q(`SELECT 1 FROM antler_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
@@ -204,11 +231,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           ))
       })
 
-    const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
-      Effect.asVoid(appendWith(threadId, runId, given, undefined))
+    const append: ThreadStore["Type"]["append"] = (threadId, runId, given, options) =>
+      Effect.asVoid(appendWith(threadId, runId, given, undefined, options))
 
-    const appendMeasured: ThreadStore["Type"]["appendMeasured"] = (threadId, runId, given, unownedOf) =>
-      Effect.flatMap(appendWith(threadId, runId, given, unownedOf), (measured) =>
+    const appendMeasured: ThreadStore["Type"]["appendMeasured"] = (threadId, runId, given, unownedOf, options) =>
+      Effect.flatMap(appendWith(threadId, runId, given, unownedOf, options), (measured) =>
         measured !== undefined ? Effect.succeed(measured) : Effect.die(new Error("a measured append measured nothing")))
 
     const load: ThreadStore["Type"]["load"] = (threadId) =>
@@ -459,7 +486,6 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return yield* decodeRows(decodeRunRows, rows, "runs", "The run table")
       })
 
-    const owner = leaseOwner()
     const acquireLease: ThreadStore["Type"]["acquireLease"] = (request) =>
       transaction(
         Effect.gen(function*() {

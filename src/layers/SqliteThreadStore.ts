@@ -145,11 +145,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     yield* transaction(migrate(conn, (message) => openFailed(message)), "open", `Cannot migrate ${where}`)
 
     const leases = Leases.make(conn, access)
-    const appendAny = GroupCommit.make(conn, access, redactor, leases.alone)
-    const append: ThreadStore["Type"]["append"] = (threadId, runId, updates) =>
-      Effect.asVoid(appendAny(threadId, runId, updates))
-    const appendMeasured: ThreadStore["Type"]["appendMeasured"] = (threadId, runId, updates, unownedOf) =>
-      Effect.flatMap(appendAny(threadId, runId, updates, unownedOf), (measured) =>
+    const appendAny = GroupCommit.make(conn, access, redactor, leases)
+    const append: ThreadStore["Type"]["append"] = (threadId, runId, updates, options) =>
+      Effect.asVoid(appendAny(threadId, runId, updates, undefined, options))
+    const appendMeasured: ThreadStore["Type"]["appendMeasured"] = (threadId, runId, updates, unownedOf, options) =>
+      Effect.flatMap(appendAny(threadId, runId, updates, unownedOf, options), (measured) =>
         measured !== undefined ? Effect.succeed(measured) : Effect.die(new Error("a measured append measured nothing")))
     const load = Snapshots.makeLoad(conn, access, Math.max(0, Math.floor(options.snapshotEvery ?? 50)))
 

@@ -52,7 +52,7 @@ import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
 import * as PartialAnswer from "./PartialAnswer.js"
 import * as RunStateHolder from "./RunStateHolder.js"
-import { busyMessage, LeaseTtl, lostMessage, takeLease } from "./ThreadLease.js"
+import { appendLeased, busyMessage, LeaseTtl, lostMessage, notOwnedError, takeLease } from "./ThreadLease.js"
 
 /** What to run. */
 export interface RunInput {
@@ -465,17 +465,20 @@ export const execute = <E = never, R = never>(
       Effect.repeat(Schedule.spaced(ttlMs / 3)),
       Effect.delay(ttlMs / 3)
     )
-    const notOwned = (lost: Lost) =>
-      Effect.fail(new StoreError({ operation: "lease", message: lostMessage(runId, lost, ttlMs) }))
+    const notOwned = (lost: Lost) => notOwnedError(runId, lost, ttlMs)
     const owned = Effect.suspend(() => {
       const lost = lostTo()
       return lost === undefined ? Effect.void : notOwned(lost)
     })
+    // (who holds the lease, asked again once the store refused a checkpoint fenced by it)
+    const confirm = settled
+      ? settlement.value.confirm
+      : Effect.map(Effect.either(lease), (taken) => lostHere ??= Either.getOrUndefined(taken))
     const checkpoint = Effect.suspend(() => {
       const lost = lostTo()
       if (lost !== undefined) return notOwned(lost)
       const journal = holder.drain()
-      return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)
+      return journal.length === 0 ? Effect.void : appendLeased(store, threadId, runId, journal, ttlMs, confirm)
     })
     // The frame of the run's per-run middlewares, with the run's scope (their per-run effects' finalizers), ends
     // with the run: see `middleware/internal/RunFrame.ts`.

@@ -24,9 +24,10 @@ export const hiding = (
   const updatesOf = <A>(updates: A): A => redact.value(updates)
   return {
     ...store,
-    append: (threadId, runId, updates) => Effect.suspend(() => store.append(threadId, runId, updatesOf(updates))),
-    appendMeasured: (threadId, runId, updates, local) =>
-      Effect.suspend(() => store.appendMeasured(threadId, runId, updatesOf(updates), local)),
+    append: (threadId, runId, updates, options) =>
+      Effect.suspend(() => store.append(threadId, runId, updatesOf(updates), options)),
+    appendMeasured: (threadId, runId, updates, local, options) =>
+      Effect.suspend(() => store.appendMeasured(threadId, runId, updatesOf(updates), local, options)),
     saveRun: (run) => Effect.suspend(() => store.saveRun(redact.value(run)))
   }
 }

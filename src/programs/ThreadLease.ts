@@ -1,13 +1,17 @@
 /**
  * A run's lease on its thread (one active run a thread, across processes): how long it lasts unless renewed, its
- * taking or renewal, and what a run is told when its thread is busy, or when it lost the lease or let it lapse.
+ * taking or renewal, what a run is told when its thread is busy, or when it lost the lease or let it lapse, and a
+ * run's checkpoint fenced by it.
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import { StoreError } from "../services/RunContext.js"
 import type { Lost } from "../services/RunSettlement.js"
 import { LAPSED } from "../services/RunSettlement.js"
-import type { LeaseHolder, ThreadStore } from "../services/ThreadStore.js"
+import type { AppendOptions, LeaseHolder, ThreadStore } from "../services/ThreadStore.js"
+import { LEASE_FENCED } from "../services/ThreadStore.js"
+import type { StateUpdate } from "../state/ThreadState.js"
 
 /** How long a run's lease on its thread lasts unless renewed (it is renewed every third of that). */
 export const LEASE_TTL_MS = 30_000
@@ -48,3 +52,29 @@ export const lostMessage = (runId: string, lost: Lost, ttlMs: number): string =>
 
 /** What a run whose lease could not be confirmed is stopped with: DeerFlow's worker's words when it fences its run. */
 export const LAPSED_REASON = "Lease ownership could not be confirmed before the last confirmed lease expired."
+
+/** What a run that no longer owns its thread fails a checkpoint with (`lostMessage`), writing nothing. */
+export const notOwnedError = (runId: string, lost: Lost, ttlMs: number): Effect.Effect<never, StoreError> =>
+  Effect.fail(new StoreError({ operation: "lease", message: lostMessage(runId, lost, ttlMs) }))
+
+const LEASED: AppendOptions = { leased: true }
+
+/**
+ * A checkpoint of run `runId`, fenced by its lease in the store (`AppendOptions.leased`): the store refuses it once
+ * another took the lease, also between the run's last look at its lease and this write. Refused, `confirm` says who
+ * holds the lease now, and the run fails as on its loss (`notOwnedError`); the store's refusal when it does not say.
+ */
+export const appendLeased = (
+  store: ThreadStore["Type"],
+  threadId: string,
+  runId: string,
+  updates: ReadonlyArray<StateUpdate>,
+  ttlMs: number,
+  confirm: Effect.Effect<Lost | undefined>
+): Effect.Effect<void, StoreError> =>
+  Effect.catchIf(
+    store.append(threadId, runId, updates, LEASED),
+    (error) => error.operation === LEASE_FENCED,
+    (error) =>
+      Effect.flatMap(confirm, (lost) => lost === undefined ? Effect.fail(error) : notOwnedError(runId, lost, ttlMs))
+  )

@@ -132,6 +132,31 @@ export interface LeaseRequest {
   readonly now: number
 }
 
+/** How a checkpoint is appended (`append`, `appendMeasured`). */
+export interface AppendOptions {
+  /**
+   * Fenced by run `runId`'s lease on the thread: written only while the thread's lease is that run's, taken by this
+   * process (no other run took it since, nor another process resuming the run, and it was not given back), as the
+   * write's own transaction reads it; else nothing is written and the append fails with a `StoreError` of operation
+   * `LEASE_FENCED` (`fencedMessage`). A run that checked its lease just before still never writes over the checkpoints
+   * of a run that took its thread in between.
+   */
+  readonly leased?: boolean | undefined
+}
+
+/** The `StoreError` operation of an append fenced by a lease its run no longer holds (`AppendOptions.leased`). */
+export const LEASE_FENCED = "lease_fenced"
+
+/** Why an append fenced by run `runId`'s lease on `threadId` was refused: `holder` holds it now (none: no run). */
+export const fencedMessage = (threadId: string, runId: string, holder: LeaseHolder | undefined): string =>
+  `Run ${runId} no longer holds the lease of thread "${threadId}" (` +
+  (holder === undefined ? "no run holds it" : `run ${holder.run_id}, process ${holder.owner}, holds it`) +
+  `): its checkpoint was not written.`
+
+/** Whether `holder` is run `runId`'s lease taken by `owner` (expired or not: no other took it since). */
+export const leaseHeldBy = (holder: LeaseHolder | undefined, runId: string, owner: string): boolean =>
+  holder !== undefined && holder.run_id === runId && holder.owner === owner
+
 /** This process as a lease owner: `host:pid`. */
 export const leaseOwner = (): string => `${Os.hostname()}:${process.pid}`
 
@@ -243,8 +268,13 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     readonly runs: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
     /** The thread's current state, folded from its checkpoints. */
     readonly load: (threadId: string) => Effect.Effect<Option.Option<LoadedThread>, StoreError>
-    /** Appends one checkpoint: the updates of one completed step, in order. */
-    readonly append: (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) => Effect.Effect<void, StoreError>
+    /** Appends one checkpoint: the updates of one completed step, in order (fenced by the run's lease: `options`). */
+    readonly append: (
+      threadId: string,
+      runId: string,
+      updates: ReadonlyArray<StateUpdate>,
+      options?: AppendOptions
+    ) => Effect.Effect<void, StoreError>
     /**
      * Appends as `append` does, and says what the thread keeps once the checkpoint is kept (`ThreadBytes`; its
      * owner's `owned` counts the threads made without one too when the owner is `unownedOf` or none), read by the
@@ -254,7 +284,8 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
       threadId: string,
       runId: string,
       updates: ReadonlyArray<StateUpdate>,
-      unownedOf: string
+      unownedOf: string,
+      options?: AppendOptions
     ) => Effect.Effect<ThreadBytes, StoreError>
     /**
      * Deletes a run that has ended (not `pending` nor `running`): its record and its recorded events. Its
@@ -326,14 +357,16 @@ export const withSpans = (name: string, store: ThreadStore["Type"]): ThreadStore
     ...store,
     load: (threadId) =>
       Tracing.withSpanWhenTraced(store.load(threadId), `${name}.load`, { attributes: { thread: threadId } }),
-    append: (threadId, runId, updates) =>
-      Tracing.withSpanWhenTraced(store.append(threadId, runId, updates), `${name}.append`, {
+    append: (threadId, runId, updates, options) =>
+      Tracing.withSpanWhenTraced(store.append(threadId, runId, updates, options), `${name}.append`, {
         attributes: { thread: threadId, run: runId, updates: updates.length }
       }),
-    appendMeasured: (threadId, runId, updates, unownedOf) =>
-      Tracing.withSpanWhenTraced(store.appendMeasured(threadId, runId, updates, unownedOf), `${name}.append`, {
-        attributes: { thread: threadId, run: runId, updates: updates.length }
-      }),
+    appendMeasured: (threadId, runId, updates, unownedOf, options) =>
+      Tracing.withSpanWhenTraced(
+        store.appendMeasured(threadId, runId, updates, unownedOf, options),
+        `${name}.append`,
+        { attributes: { thread: threadId, run: runId, updates: updates.length } }
+      ),
     rollback: Effect.fn(`${name}.rollback`)(function*(threadId: string, runId: string) {
       yield* Effect.annotateCurrentSpan({ thread: threadId, run: runId })
       return yield* store.rollback(threadId, runId)

@@ -261,8 +261,8 @@ const checkingStore = (violations: Array<string>) =>
     const inner = MemoryThreadStore.make()
     return ThreadStore.of({
       ...inner,
-      append: (threadId, runId, updates) =>
-        inner.append(threadId, runId, updates).pipe(
+      append: (threadId, runId, updates, options) =>
+        inner.append(threadId, runId, updates, options).pipe(
           Effect.zipRight(inner.load(threadId)),
           Effect.map((loaded) => {
             const messages = Option.getOrThrow(loaded).state.messages

@@ -9,15 +9,24 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import { StoreError } from "../../services/RunContext.js"
-import type { ThreadBytes } from "../../services/ThreadStore.js"
+import type { AppendOptions, ThreadBytes } from "../../services/ThreadStore.js"
+import { fencedMessage, LEASE_FENCED } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import type { StateUpdate } from "../../state/ThreadState.js"
 import { checkpointOf, formatParseError } from "../store/Codec.js"
 import { decodeBytesRows, iso, toStoreError } from "../store/Rows.js"
 import type { Access } from "./Access.js"
 import { isBusy } from "./Access.js"
+import type { Leases } from "./Leases.js"
 import type { Connection } from "./SqliteConnection.js"
-import { APPEND_CHECKPOINT, APPEND_CHECKPOINT_MEASURED, ENSURE_THREAD, SET_TITLE } from "./Statements.js"
+import {
+  APPEND_CHECKPOINT,
+  APPEND_CHECKPOINT_LEASED,
+  APPEND_CHECKPOINT_MEASURED,
+  APPEND_CHECKPOINT_MEASURED_LEASED,
+  ENSURE_THREAD,
+  SET_TITLE
+} from "./Statements.js"
 
 interface Pending {
   readonly threadId: string
@@ -26,6 +35,8 @@ interface Pending {
   readonly title: string | null | undefined
   /** Measured (`appendMeasured`): the owner whose threads count with those made without one. */
   readonly unownedOf: string | undefined
+  /** Fenced by the run's lease (`AppendOptions.leased`): the lease's owner, this process. */
+  readonly leasedBy: string | undefined
   /** How its write ended, once it did (what the thread keeps after it, when measured). */
   exit: Exit.Exit<Measured, StoreError> | undefined
   /**
@@ -42,10 +53,17 @@ type Measured = ThreadBytes | undefined
 const whatOf = (threadId: string) => `Cannot save a checkpoint of thread "${threadId}"`
 
 /** The statement of a checkpoint and its parameters. */
-const insertOf = (p: Pending, now: string): readonly [string, ReadonlyArray<unknown>] =>
-  p.unownedOf === undefined
-    ? [APPEND_CHECKPOINT, [p.runId, now, p.text, p.threadId]]
-    : [APPEND_CHECKPOINT_MEASURED, [p.runId, now, p.text, p.threadId, p.unownedOf, p.unownedOf]]
+const insertOf = (p: Pending, now: string): readonly [string, ReadonlyArray<unknown>] => {
+  if (p.leasedBy === undefined) {
+    return p.unownedOf === undefined
+      ? [APPEND_CHECKPOINT, [p.runId, now, p.text, p.threadId]]
+      : [APPEND_CHECKPOINT_MEASURED, [p.runId, now, p.text, p.threadId, p.unownedOf, p.unownedOf]]
+  }
+  const lease = [p.runId, p.leasedBy]
+  return p.unownedOf === undefined
+    ? [APPEND_CHECKPOINT_LEASED, [p.runId, now, p.text, p.threadId, ...lease]]
+    : [APPEND_CHECKPOINT_MEASURED_LEASED, [p.runId, now, p.text, p.threadId, ...lease, p.unownedOf, p.unownedOf]]
+}
 
 /**
  * What a checkpoint's INSERT answered: whether it was written (no thread row: nothing written), and what the thread
@@ -71,32 +89,43 @@ const insertedOf = (p: Pending, result: unknown): Either.Either<Inserted, StoreE
 }
 
 /**
- * The `append` of a store on `conn` (measured, as `appendMeasured`, when given `unownedOf`). `alone` says whether at
- * most one run of this process holds a lease through the store: then no other append can arrive to share a commit,
- * and waiting a scheduler turn for one would be wasted.
+ * The `append` of a store on `conn` (measured, as `appendMeasured`, when given `unownedOf`; fenced by the run's lease
+ * when `options` ask). `leases.alone` says whether at most one run of this process holds a lease through the store:
+ * then no other append can arrive to share a commit, and waiting a scheduler turn for one would be wasted.
  */
 export const make = (
   conn: Connection,
   access: Access,
   redactor: Redact.Redactor,
-  alone: () => boolean
+  leases: Pick<Leases, "alone" | "owner" | "holder">
 ): (
   threadId: string,
   runId: string,
   updates: ReadonlyArray<StateUpdate>,
-  unownedOf?: string | undefined
+  unownedOf: string | undefined,
+  options: AppendOptions | undefined
 ) => Effect.Effect<Measured, StoreError> => {
   const { exclusive, lock, transaction } = access
+  const alone = leases.alone
   let queue: Array<Pending> = []
   let leading = false
 
   const insert = (p: Pending, now: string) =>
     Effect.flatMap(conn.executeRaw(...insertOf(p, now)), (result) => insertedOf(p, result))
 
-  /** One checkpoint, inside a transaction the caller holds: creates the thread and sets its title as needed. */
+  // a fenced checkpoint not inserted, its thread's row there: its run no longer holds the thread's lease
+  const refused = (p: Pending) =>
+    Effect.flatMap(leases.holder(p.threadId, "append"), (holder) =>
+      Effect.fail(new StoreError({ operation: LEASE_FENCED, message: fencedMessage(p.threadId, p.runId, holder) })))
+
+  /**
+   * One checkpoint, inside a transaction the caller holds: creates the thread and sets its title as needed (a fenced
+   * one refused, the transaction rolled back, when its run's lease is not its own).
+   */
   const writeOne = (p: Pending, now: string): Effect.Effect<Measured, StoreError | SqlError> => {
     const general = conn.executeRaw(ENSURE_THREAD, [p.threadId, now, now]).pipe(
       Effect.zipRight(insert(p, now)),
+      Effect.tap((inserted) => !inserted.written && p.leasedBy !== undefined ? refused(p) : Effect.void),
       Effect.tap(() => p.title === undefined ? Effect.void : conn.executeRaw(SET_TITLE, [p.title, p.threadId])),
       Effect.map((inserted) => inserted.measured)
     )
@@ -186,12 +215,13 @@ export const make = (
       })
     })
 
-  return (threadId, runId, given, unownedOf) =>
+  return (threadId, runId, given, unownedOf, options) =>
     Effect.clockWith((clock) => {
       const checkpoint = checkpointOf(threadId, given, redactor)
       if (Either.isLeft(checkpoint)) return Effect.fail(checkpoint.left)
       const { text, title } = checkpoint.right
-      const pending: Pending = { threadId, runId, text, title, unownedOf, exit: undefined, resume: undefined }
+      const leasedBy = options?.leased === true ? leases.owner : undefined
+      const pending: Pending = { threadId, runId, text, title, unownedOf, leasedBy, exit: undefined, resume: undefined }
       if (!leading && title === undefined && alone()) {
         const exit = writeNow(pending, iso(clock.unsafeCurrentTimeMillis()))
         if (exit !== undefined) return exit

@@ -29,6 +29,8 @@ export interface Leases {
   ) => Effect.Effect<LeaseHolder | undefined, SqlError | StoreError>
   /** Whether at most one run of this process holds a lease through this store. */
   readonly alone: () => boolean
+  /** This process, as the owner of the leases it takes (`leaseOwner()`). */
+  readonly owner: string
 }
 
 /** The leases of a store on `conn`, this process as their owner. */
@@ -67,5 +69,5 @@ export const make = (conn: Connection, access: Access): Leases => {
       )
     ).pipe(Effect.ensuring(Effect.sync(() => leased.delete(leaseKey(threadId, runId)))))
 
-  return { acquireLease, releaseLease, holder, alone: () => leased.size <= 1 }
+  return { acquireLease, releaseLease, holder, alone: () => leased.size <= 1, owner }
 }

@@ -11,12 +11,19 @@ export const APPEND_CHECKPOINT = `INSERT INTO checkpoints (thread_id, run_id, cr
 // statement. RETURNING is computed before the AFTER INSERT triggers add the checkpoint to the counters
 // (`Migrations.BYTES_MIGRATION`), so it adds the checkpoint's bytes itself, as they do (a test compares it with
 // `THREAD_BYTES` read after).
-export const APPEND_CHECKPOINT_MEASURED = `${APPEND_CHECKPOINT}
+const MEASURED = `
   RETURNING (SELECT t.bytes FROM threads t WHERE t.thread_id = checkpoints.thread_id) + octet_length(updates) AS bytes,
   (SELECT t.owner FROM threads t WHERE t.thread_id = checkpoints.thread_id) AS owner,
   (SELECT COALESCE(SUM(o.bytes), 0) FROM threads t JOIN owner_bytes o ON o.owner = COALESCE(t.owner, '')
     OR (COALESCE(t.owner, '') IN ('', ?) AND o.owner IN ('', ?))
     WHERE t.thread_id = checkpoints.thread_id) + octet_length(updates) AS owned`
+export const APPEND_CHECKPOINT_MEASURED = `${APPEND_CHECKPOINT}${MEASURED}`
+// APPEND_CHECKPOINT fenced by the run's lease (`ThreadStore.AppendOptions.leased`): inserted only while the thread's
+// lease row is the run's (its run id, then its owner, after the thread's id), as the insert itself reads it: no other
+// process takes the lease between the check and the write.
+export const APPEND_CHECKPOINT_LEASED = `${APPEND_CHECKPOINT}
+  AND EXISTS (SELECT 1 FROM leases l WHERE l.thread_id = threads.thread_id AND l.run_id = ? AND l.owner = ?)`
+export const APPEND_CHECKPOINT_MEASURED_LEASED = `${APPEND_CHECKPOINT_LEASED}${MEASURED}`
 export const SET_TITLE = `UPDATE threads SET title = ? WHERE thread_id = ?`
 export const ENSURE_THREAD = `INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)
   ON CONFLICT (thread_id) DO NOTHING`

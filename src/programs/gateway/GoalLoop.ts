@@ -23,6 +23,7 @@ import * as Goal from "../../state/GoalEvaluation.js"
 import type { Message } from "../../state/Message.js"
 import type { GoalState, GoalUpdate } from "../../state/ThreadState.js"
 import * as Run from "../Run.js"
+import * as ThreadLease from "../ThreadLease.js"
 import * as OneShot from "./OneShot.js"
 import { now } from "./RunModel.js"
 
@@ -210,12 +211,14 @@ const write = (options: Emitting, goal: GoalUpdate) =>
   Effect.gen(function*() {
     // (the run's lease is its manager's, which renews it and says whether the run lost it: `RunSettlement`)
     const settlement = Option.filter(yield* Effect.serviceOption(RunSettlement), (s) => s.settles(options.runId))
-    const holder = Option.isSome(settlement)
-      ? settlement.value.lost()
-      : yield* Run.takeLease(options.store, options.threadId, options.runId)
+    const ttlMs = yield* Run.LeaseTtl
+    const lease = Run.takeLease(options.store, options.threadId, options.runId, ttlMs)
+    const holder = Option.isSome(settlement) ? settlement.value.lost() : yield* lease
     if (holder !== undefined) return false
     const update = { goal }
-    yield* options.store.append(options.threadId, options.runId, [update])
+    // (fenced by the lease in the store: refused once another took it, also since the look above)
+    const confirm = Option.isSome(settlement) ? settlement.value.confirm : Effect.orElseSucceed(lease, () => undefined)
+    yield* ThreadLease.appendLeased(options.store, options.threadId, options.runId, [update], ttlMs, confirm)
     options.emit({ type: "state", update })
     return true
   })

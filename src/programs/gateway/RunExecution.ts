@@ -190,7 +190,7 @@ export const execute = (
     // process resumed it, else to end as an error (see below). So is a run whose lease's life ran out with no
     // renewal that succeeded (the store did not answer: who holds the thread now is not known), as DeerFlow's worker
     // fences its run
-    const { lost, reclaim, release } = yield* deps.leases.hold(
+    const { confirm, lost, reclaim, release } = yield* deps.leases.hold(
       request.threadId,
       runId,
       (gone) => made.stop(gone !== LAPSED && gone.run_id === runId ? HANDOVER : LEASE_LOST)
@@ -334,7 +334,7 @@ export const execute = (
     }).pipe(
       Effect.provideService(RunHandover, { requested: () => handingOver }),
       // (the record stays `running` through the turns and the checks after them: settled once, below)
-      Effect.provideService(RunSettlement, { settles: (id) => id === runId, lost }),
+      Effect.provideService(RunSettlement, { settles: (id) => id === runId, lost, confirm }),
       admitted(request.threadId, runId, request.userId)
     )
     // stopped by a client: the run's turn is interrupted (told by the stop itself, in the fiber asking it: no race

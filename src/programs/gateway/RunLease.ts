@@ -38,6 +38,11 @@ export interface Held {
    * holds it again, until `release`), who holds it instead, or `LAPSED` (no answer within a lease's life).
    */
   readonly reclaim: Effect.Effect<Lost | undefined>
+  /**
+   * Renews the lease now (a checkpoint of the run's, fenced by it, was refused by the store), then says as `lost`:
+   * found taken, the run is told (`hold`'s `onLost`) as at a renewal's round.
+   */
+  readonly confirm: Effect.Effect<Lost | undefined>
   /** Stops renewing and gives the lease back (if the run still holds it: not once it was found lost or lapsed). */
   readonly release: Effect.Effect<void>
 }
@@ -180,6 +185,7 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
         yield* Effect.addFinalizer(() => letGo(entry))
         return {
           lost: () => lostOf(entry),
+          confirm: Effect.zipRight(renew(entry), Effect.sync(() => lostOf(entry))),
           reclaim: Effect.gen(function*() {
             if (lostOf(entry) !== LAPSED) return lostOf(entry)
             entry.fenced = true

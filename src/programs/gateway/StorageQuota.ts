@@ -249,9 +249,9 @@ export const bounded = (
 ): ThreadStore["Type"] =>
   !limited(limits) ? store : {
     ...store,
-    append: (threadId, runId, updates) =>
+    append: (threadId, runId, updates, options) =>
       Effect.flatMap(
-        store.appendMeasured(threadId, runId, updates, DEFAULT_USER),
+        store.appendMeasured(threadId, runId, updates, DEFAULT_USER, options),
         (found) => Effect.zipRight(drain(threadId, runId, updates), checkAfter(limits, found))
       )
   }

@@ -71,10 +71,10 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
           const hold = stalled.get(request.threadId)
           return hold === undefined ? base.acquireLease(request) : Effect.zipRight(hold.wait, base.acquireLease(request))
         }),
-      appendMeasured: (threadId, runId, updates, owner) =>
+      appendMeasured: (threadId, runId, updates, owner, options) =>
         Effect.suspend(() => {
           const hold = appending.get(threadId)
-          const append = base.appendMeasured(threadId, runId, updates, owner)
+          const append = base.appendMeasured(threadId, runId, updates, owner, options)
           return hold === undefined ? append : Effect.zipRight(hold.wait, append)
         })
     })

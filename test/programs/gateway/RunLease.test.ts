@@ -181,7 +181,12 @@ describe("RunLease: one renewer for all the runs of a process, on the TestClock"
 
 describe("a turn of a run whose caller holds the lease (RunSettlement), on the TestClock", () => {
   /** A turn whose model answers once `gate` opens, run with the caller holding the lease (`lost`). */
-  const turn = (store: ThreadStore["Type"], gate: Deferred.Deferred<void>, lost: () => Lost | undefined) => {
+  const turn = (
+    store: ThreadStore["Type"],
+    gate: Deferred.Deferred<void>,
+    lost: () => Lost | undefined,
+    confirm: Effect.Effect<Lost | undefined> = Effect.sync(lost)
+  ) => {
     const scripted = ScriptedModel.make(["done"])
     const model: ModelService["Type"] = {
       generate: (request) => Effect.zipRight(Deferred.await(gate), scripted.generate(request))
@@ -190,7 +195,7 @@ describe("a turn of a run whose caller holds the lease (RunSettlement), on the T
       { threadId: "t", runId: "r", input: [M.human("hello")] },
       MW.base(model, Toolkit.make([]))
     ).pipe(
-      Effect.provideService(RunSettlement, { settles: (id) => id === "r", lost }),
+      Effect.provideService(RunSettlement, { settles: (id) => id === "r", lost, confirm }),
       Effect.provideService(ThreadStore, store)
     )
   }
@@ -202,7 +207,7 @@ describe("a turn of a run whose caller holds the lease (RunSettlement), on the T
       assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
       const held = yield* (yield* RunLease.make(store)).hold("t", "r")
       const gate = yield* Deferred.make<void>()
-      const running = yield* Effect.fork(turn(store, gate, held.lost))
+      const running = yield* Effect.fork(turn(store, gate, held.lost, held.confirm))
       for (let third = 1; third <= 9; third++) {
         yield* TestClock.adjust(THIRD)
         yield* settle
@@ -223,6 +228,8 @@ describe("a turn of a run whose caller holds the lease (RunSettlement), on the T
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const store = MemoryThreadStore.make()
+      // (its caller took the lease at the run's acceptance)
+      assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
       let lost: LeaseHolder | undefined
       const gate = yield* Deferred.make<void>()
       const running = yield* Effect.fork(turn(store, gate, () => lost))

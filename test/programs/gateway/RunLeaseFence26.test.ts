@@ -106,6 +106,8 @@ describe("a turn whose lease's life ran out", () => {
   it.effect("starts no tool, a read-only one included, and ends with the fence's error", () =>
     Effect.gen(function*() {
       const store = MemoryThreadStore.make()
+      // (its caller took the lease at the run's acceptance)
+      assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
       const called: Array<string> = []
       const look = Tool.make({
         name: "look",
@@ -123,7 +125,11 @@ describe("a turn whose lease's life ran out", () => {
         { threadId: "t", runId: "r", input: [M.human("hello")] },
         MW.base(model, Toolkit.make([look]))
       ).pipe(
-        Effect.provideService(RunSettlement, { settles: (id) => id === "r", lost: () => (lapsed ? LAPSED : undefined) }),
+        Effect.provideService(RunSettlement, {
+          settles: (id) => id === "r",
+          lost: () => (lapsed ? LAPSED : undefined),
+          confirm: Effect.sync(() => (lapsed ? LAPSED : undefined))
+        }),
         Effect.provideService(ThreadStore, store)
       )
       assert.deepStrictEqual(called, [], "the read-only tool did not run")

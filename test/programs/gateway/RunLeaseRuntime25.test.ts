@@ -117,7 +117,7 @@ describe("RunLease: a renewal the store does not answer, on the TestClock", () =
       }
       const running = yield* Effect.fork(
         Run.execute({ threadId: "t", runId: "r", input: [M.human("hello")] }, MW.base(model, Toolkit.make([]))).pipe(
-          Effect.provideService(RunSettlement, { settles: (id) => id === "r", lost: held.lost }),
+          Effect.provideService(RunSettlement, { settles: (id) => id === "r", lost: held.lost, confirm: held.confirm }),
           Effect.provideService(ThreadStore, store)
         )
       )

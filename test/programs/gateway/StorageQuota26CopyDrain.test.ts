@@ -111,10 +111,10 @@ const branchPerBackend = (name: string, database: () => Promise<Record<string, u
       const wrapStore = (store: ThreadStore["Type"]): ThreadStore["Type"] => ({
         ...store,
         // (the gateway's store keeps a checkpoint under quotas by `appendMeasured`)
-        appendMeasured: (threadId, runId, updates, owner) =>
+        appendMeasured: (threadId, runId, updates, owner, options) =>
           runId.startsWith("branch-seed-") && updates.some((update) => "artifacts" in update)
-            ? Effect.tap(store.appendMeasured(threadId, runId, updates, owner), () => held.wait)
-            : store.appendMeasured(threadId, runId, updates, owner)
+            ? Effect.tap(store.appendMeasured(threadId, runId, updates, owner, options), () => held.wait)
+            : store.appendMeasured(threadId, runId, updates, owner, options)
       })
       const gateway = await Support.start({ script: () => "ok", config, wrapStore })
       gateways.push(gateway)

@@ -31,9 +31,10 @@ const pausing = (store: ThreadStore["Type"]): ThreadStore["Type"] => {
     })
   return {
     ...store,
-    append: (threadId, runId, updates) => Effect.zipRight(hold(threadId), store.append(threadId, runId, updates)),
-    appendMeasured: (threadId, runId, updates, unownedOf) =>
-      Effect.zipRight(hold(threadId), store.appendMeasured(threadId, runId, updates, unownedOf))
+    append: (threadId, runId, updates, options) =>
+      Effect.zipRight(hold(threadId), store.append(threadId, runId, updates, options)),
+    appendMeasured: (threadId, runId, updates, unownedOf, options) =>
+      Effect.zipRight(hold(threadId), store.appendMeasured(threadId, runId, updates, unownedOf, options))
   }
 }
 
