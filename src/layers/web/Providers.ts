@@ -23,23 +23,11 @@ import * as Jina from "./Jina.js"
 import type * as ProviderFetch from "./ProviderFetch.js"
 import * as Serper from "./Serper.js"
 import * as Tavily from "./Tavily.js"
+import type { Provider, ReaderProvider } from "./ProviderNames.js"
+import { PROVIDERS } from "./ProviderNames.js"
 
-/** Search providers Antler has. */
-export const PROVIDERS = [
-  "duckduckgo",
-  "tavily",
-  "searxng",
-  "serper",
-  "brave",
-  "exa",
-  "firecrawl",
-  "fastcrw",
-  "infoquest",
-  "groundroute"
-] as const
-
-/** A search provider Antler has. */
-export type Provider = typeof PROVIDERS[number]
+export { PROVIDERS, READERS } from "./ProviderNames.js"
+export type { Provider, ReaderProvider } from "./ProviderNames.js"
 
 /** Each provider as users know it. */
 export const LABEL: Readonly<Record<Provider, string>> = {
@@ -260,21 +248,6 @@ export const build = (
 // ---------------------------------------------------------------------------------------------------------
 // Readers of web_fetch
 
-/** The providers of DeerFlow's `deerflow.community.<module>.tools:web_fetch_tool`, by module. */
-export const READERS = {
-  jina_ai: "jina",
-  tavily: "tavily",
-  exa: "exa",
-  firecrawl: "firecrawl",
-  fastcrw: "fastcrw",
-  browserless: "browserless",
-  crawl4ai: "crawl4ai",
-  infoquest: "infoquest",
-  groundroute: "groundroute"
-} as const
-
-/** A provider that reads pages for `web_fetch`. */
-export type ReaderProvider = typeof READERS[keyof typeof READERS]
 
 /** The readers that are no search provider. */
 type ReaderOnly = Exclude<ReaderProvider, Provider>

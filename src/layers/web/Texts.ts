@@ -6,7 +6,7 @@
  * test/fixtures/deerflow/prompts/tool_descriptions.json and tool_arguments.json (`web_search@<module>`); a line too
  * long for this file goes on with a backslash at its end (nothing of it is in the text).
  */
-import type { Provider, ReaderProvider } from "./Providers.js"
+import type { Provider, ReaderProvider } from "./ProviderNames.js"
 
 /** A `web_search` as DeerFlow describes it: the tool, and its `query` argument. */
 export interface SearchText {
