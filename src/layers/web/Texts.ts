@@ -64,83 +64,59 @@ set from the engine it selected, with failover if one engine is unavailable.`,
 /** Every DeerFlow `web_fetch`'s description of its `url` argument. */
 export const FETCH_URL = `The URL to fetch the contents of.`
 
-/** DeerFlow's `web_fetch` of each reader (Jina AI's is also its most common one). */
-export const FETCH: Readonly<Record<ReaderProvider, string>> = {
-  jina: `Fetch the contents of a web page at a given URL.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  tavily: `Fetch the contents of a web page at a given URL.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  exa: `Fetch the contents of a web page at a given URL.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  firecrawl: `Fetch the contents of a web page at a given URL.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  fastcrw: `Fetch the contents of a web page at a given URL.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  browserless: `Fetch the contents of a web page at a given URL using Browserless (headless Chrome).
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  crawl4ai: `Fetch the contents of a web page at a given URL.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  infoquest: `Fetch the contents of a web page at a given URL.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
-This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
-Do NOT add www. to URLs that do NOT have them.
-URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`,
-  groundroute: `Fetch the contents of a web page at a given URL via GroundRoute.
-Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
+/** What every one of DeerFlow's `web_fetch` tools says after its first line. */
+const FETCH_RULES = `Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
 web_search and web_fetch tools.
 This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
 Do NOT add www. to URLs that do NOT have them.
 URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`
+
+/** DeerFlow's `web_fetch` of each reader (Jina AI's is also its most common one). */
+export const FETCH: Readonly<Record<ReaderProvider, string>> = {
+  jina: `Fetch the contents of a web page at a given URL.
+${FETCH_RULES}`,
+  tavily: `Fetch the contents of a web page at a given URL.
+${FETCH_RULES}`,
+  exa: `Fetch the contents of a web page at a given URL.
+${FETCH_RULES}`,
+  firecrawl: `Fetch the contents of a web page at a given URL.
+${FETCH_RULES}`,
+  fastcrw: `Fetch the contents of a web page at a given URL.
+${FETCH_RULES}`,
+  browserless: `Fetch the contents of a web page at a given URL using Browserless (headless Chrome).
+${FETCH_RULES}`,
+  crawl4ai: `Fetch the contents of a web page at a given URL.
+${FETCH_RULES}`,
+  infoquest: `Fetch the contents of a web page at a given URL.
+${FETCH_RULES}`,
+  groundroute: `Fetch the contents of a web page at a given URL via GroundRoute.
+${FETCH_RULES}`
 }
 
-/** DeerFlow's `image_search` of each provider that has one: the tool, and its `query` argument. */
-export const IMAGE: Readonly<Partial<Record<Provider, SearchText>>> = {
-  duckduckgo: {
-    description: `Search for images online. Use this tool BEFORE image generation to find reference images for \
+/** DuckDuckGo's and InfoQuest's `image_search` (one docstring). */
+const IMAGE_WITH_WHEN = `Search for images online. Use this tool BEFORE image generation to find reference images for \
 characters, portraits, objects, scenes, or any content requiring visual accuracy. **When to use:**
 - Before generating character/portrait images: search for similar poses, expressions, styles
 - Before generating specific objects/products: search for accurate visual references
 - Before generating scenes/locations: search for architectural or environmental references
 - Before generating fashion/clothing: search for style and detail references The returned image URLs can be used as \
-reference images in image generation to significantly improve quality.`,
-    query: `Search keywords describing the images you want to find. Be specific for better results (e.g., "Japanese \
+reference images in image generation to significantly improve quality.`
+
+/** DuckDuckGo's and Serper's `image_search` `query`. */
+const IMAGE_KEYWORDS = `Search keywords describing the images you want to find. Be specific for better results (e.g., "Japanese \
 woman street photography 1990s" instead of just "woman").`
+
+/** DeerFlow's `image_search` of each provider that has one: the tool, and its `query` argument. */
+export const IMAGE: Readonly<Partial<Record<Provider, SearchText>>> = {
+  duckduckgo: {
+    description: IMAGE_WITH_WHEN,
+    query: IMAGE_KEYWORDS
   },
   serper: {
     description: `Search for images online using Google Images via Serper. Use this tool BEFORE image generation to \
 find reference images for characters, portraits, objects, scenes, or any content requiring visual accuracy. The \
 returned image URLs can be used as reference images in image generation to significantly improve quality.`,
-    query: `Search keywords describing the images you want to find. Be specific for better results (e.g., "Japanese \
-woman street photography 1990s" instead of just "woman").`
+    query: IMAGE_KEYWORDS
   },
   brave: {
     description: `Search for images online using Brave Image Search. Use this tool BEFORE image generation to find \
@@ -149,13 +125,7 @@ image URLs can be used as reference images in image generation to significantly 
     query: `Search keywords describing the images you want to find. Be specific for better results.`
   },
   infoquest: {
-    description: `Search for images online. Use this tool BEFORE image generation to find reference images for \
-characters, portraits, objects, scenes, or any content requiring visual accuracy. **When to use:**
-- Before generating character/portrait images: search for similar poses, expressions, styles
-- Before generating specific objects/products: search for accurate visual references
-- Before generating scenes/locations: search for architectural or environmental references
-- Before generating fashion/clothing: search for style and detail references The returned image URLs can be used as \
-reference images in image generation to significantly improve quality.`,
+    description: IMAGE_WITH_WHEN,
     query: `The query to search for images.`
   }
 }
