@@ -148,7 +148,14 @@ export const run = (
         return { status: "failed", error: `The subagent could not be built: ${agent.left}`, modelName } as Outcome
       }
       const current = yield* parentState.get
-      const store = MemoryThreadStore.make()
+      // (its own store, in memory: no lease of it to fence its checkpoints by; the parent's run's lease, which the
+      // subagent's run is settled by, is checked before each of them, as the parent's)
+      const own = MemoryThreadStore.make()
+      const store: ThreadStore["Type"] = {
+        ...own,
+        append: (threadId, runId, updates) => own.append(threadId, runId, updates),
+        appendMeasured: (threadId, runId, updates, unownedOf) => own.appendMeasured(threadId, runId, updates, unownedOf)
+      }
       const seed: StateUpdate = {
         ...(current.sandbox !== null ? { sandbox: current.sandbox } : {}),
         ...(current.thread_data !== null ? { thread_data: current.thread_data } : {})
