@@ -10,19 +10,11 @@ import * as Schema from "effect/Schema"
 import { RunId, RunPath } from "./Ids.js"
 import { refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
-import { JsonRecord, QueryValue } from "./Threads.js"
+import { QueryValue } from "./Threads.js"
+import { messageRowFields } from "./Turns.js"
 
 /** One message a run wrote, as DeerFlow's run journal gives it. */
-export const RunMessageRow = Schema.Struct({
-  run_id: Schema.NullOr(Schema.String),
-  seq: Schema.Number,
-  thread_id: Schema.String,
-  event_type: Schema.String,
-  category: Schema.String,
-  content: JsonRecord,
-  metadata: JsonRecord,
-  created_at: Schema.NullOr(Schema.String)
-}).annotations({ identifier: "RunMessageRow" })
+export const RunMessageRow = Schema.Struct(messageRowFields).annotations({ identifier: "RunMessageRow" })
 
 /** A page of a run's messages, oldest first (DeerFlow's `{data, has_more}`). */
 export const RunMessagesPage = Schema.Struct({

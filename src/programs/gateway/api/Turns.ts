@@ -19,8 +19,8 @@ const RunNotFound = refusal(404, "No such thread (of this user), or no such run 
 /** A run's events. */
 export const EventList = Schema.Array(JsonRecord)
 
-/** One message of a thread's page. */
-export const MessageRow = Schema.Struct({
+/** The fields of one message a run wrote, as DeerFlow's run journal gives it (a thread's page adds its feedback). */
+export const messageRowFields = {
   run_id: Schema.NullOr(Schema.String),
   seq: Schema.Number,
   thread_id: Schema.String,
@@ -28,7 +28,12 @@ export const MessageRow = Schema.Struct({
   category: Schema.String,
   content: JsonRecord,
   metadata: JsonRecord,
-  created_at: Schema.NullOr(Schema.String),
+  created_at: Schema.NullOr(Schema.String)
+}
+
+/** One message of a thread's page. */
+export const MessageRow = Schema.Struct({
+  ...messageRowFields,
   feedback: Schema.NullOr(Schema.Struct({
     feedback_id: Schema.String,
     rating: Schema.Number,

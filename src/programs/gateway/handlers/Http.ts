@@ -5,7 +5,9 @@
  */
 import type { Readable } from "node:stream"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
+import { fail } from "../api/Problem.js"
 
 /** A JSON answer of a declared shape. */
 export const json = <A, I>(
@@ -62,6 +64,24 @@ export const selectFields = <A extends object>(
 
 /** A query parameter as sent: once, or repeated. */
 export type QueryValue = string | ReadonlyArray<string> | undefined
+
+/** A query parameter's text: the first, when repeated. */
+export const queryFirst = (value: QueryValue) => (Array.isArray(value) ? value[0] : value) as string | undefined
+
+/**
+ * A query's integer from 1 to `max` (`fallback` when it is not given), else a 422 naming the parameter and what it
+ * was (DeerFlow's bounds on its paging and cursors).
+ */
+export const queryPositive = <F>(name: string, value: QueryValue, fallback: F, max: number) =>
+  Effect.gen(function*() {
+    const text = queryFirst(value)
+    if (text === undefined) return fallback
+    const n = Number(text)
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      return yield* fail("unprocessable", `${name} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}.`)
+    }
+    return n
+  })
 
 /** A flag of the query: `1` or `true` (the first, when repeated). */
 export const queryFlag = (value: QueryValue) => {

@@ -20,31 +20,16 @@ import * as ThreadIds from "../ThreadIds.js"
 import * as TurnDurations from "../TurnDurations.js"
 import * as Access from "./Access.js"
 import type { ThreadRef } from "./Access.js"
-import type { QueryValue } from "./Http.js"
-import { json } from "./Http.js"
-
-const first = (value: QueryValue) => (Array.isArray(value) ? value[0] : value) as string | undefined
-
-/** A query's positive integer of at most `max` (absent: `fallback`), else a 422 naming it and what it was. */
-const positive = (name: string, value: QueryValue, max: number) =>
-  Effect.gen(function*() {
-    const text = first(value)
-    if (text === undefined) return undefined
-    const n = Number(text)
-    if (text.trim() === "" || !Number.isInteger(n) || n < 1 || n > max) {
-      return yield* fail("unprocessable", `${name} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}.`)
-    }
-    return n
-  })
+import { json, queryPositive } from "./Http.js"
 
 /** The page's cursor of a request's query (DeerFlow's bounds: `limit` 1-200, default 50; seqs from 1). */
 const cursorOf = (params: typeof RunMessagesApi.PageParams.Type) =>
   Effect.gen(function*() {
     const most = Number.MAX_SAFE_INTEGER
     return {
-      limit: (yield* positive("limit", params.limit, 200)) ?? 50,
-      before_seq: yield* positive("before_seq", params.before_seq, most),
-      after_seq: yield* positive("after_seq", params.after_seq, most)
+      limit: yield* queryPositive("limit", params.limit, 50, 200),
+      before_seq: yield* queryPositive("before_seq", params.before_seq, undefined, most),
+      after_seq: yield* queryPositive("after_seq", params.after_seq, undefined, most)
     } satisfies MessagesPage.Cursor
   })
 

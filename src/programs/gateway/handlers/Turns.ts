@@ -32,10 +32,9 @@ import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
-import { json, queryBool } from "./Http.js"
+import { json, queryBool, queryFirst, queryPositive } from "./Http.js"
 import * as Live from "./Live.js"
 
-const first = (value: QueryValue) => (Array.isArray(value) ? value[0] : value) as string | undefined
 
 /** DeerFlow's `context_usage`: the tokens in context, the model's window and the share used (one decimal). */
 export const contextUsage = (tokenCount: number, window: number | undefined) => ({
@@ -79,22 +78,8 @@ export const layer = (api: DeerFlowApi) =>
         const read = queryBool(value, fallback)
         return read !== undefined
           ? Effect.succeed(read)
-          : fail("unprocessable", `${name} must be true or false, got ${JSON.stringify(first(value))}.`)
+          : fail("unprocessable", `${name} must be true or false, got ${JSON.stringify(queryFirst(value))}.`)
       }
-
-      const positive = (name: string, value: QueryValue, fallback: number, max: number) =>
-        Effect.gen(function*() {
-          const text = first(value)
-          if (text === undefined) return fallback
-          const n = Number(text)
-          if (!Number.isInteger(n) || n < 1 || n > max) {
-            return yield* fail(
-              "unprocessable",
-              `${name} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}.`
-            )
-          }
-          return n
-        })
 
       /** An update of the thread's state outside a run: refused (409, `busy`) while a run holds it. */
       const writeState = (
@@ -123,9 +108,9 @@ export const layer = (api: DeerFlowApi) =>
             if (urlParams.after_seq !== undefined) {
               return yield* fail("unprocessable", "after_seq is not supported by this backward-only endpoint.")
             }
-            const limit = yield* positive("limit", urlParams.limit, 50, 200)
+            const limit = yield* queryPositive("limit", urlParams.limit, 50, 200)
             const most = Number.MAX_SAFE_INTEGER
-            const before = yield* positive("before_seq", urlParams.before_seq, most, most)
+            const before = yield* queryPositive("before_seq", urlParams.before_seq, most, most)
             // a new chat's (its id made up before its first run): no messages yet, as DeerFlow answers it
             if (thread === undefined) {
               return json(TurnsApi.MessagesPage, { data: [], has_more: false, next_before_seq: null })
@@ -243,10 +228,10 @@ export const layer = (api: DeerFlowApi) =>
             const { user } = yield* CurrentIdentity
             const thread = yield* access.threadRef(user, path.thread_id)
             yield* access.ownedRun(thread.stored, path.run_id)
-            const limit = yield* positive("limit", urlParams.limit, 500, 2000)
-            const after = yield* positive("after_seq", urlParams.after_seq, 0, Number.MAX_SAFE_INTEGER)
-            const types = first(urlParams.event_types)?.split(",").map((t) => t.trim()).filter((t) => t !== "")
-            const taskId = first(urlParams.task_id)
+            const limit = yield* queryPositive("limit", urlParams.limit, 500, 2000)
+            const after = yield* queryPositive("after_seq", urlParams.after_seq, 0, Number.MAX_SAFE_INTEGER)
+            const types = queryFirst(urlParams.event_types)?.split(",").map((t) => t.trim()).filter((t) => t !== "")
+            const taskId = queryFirst(urlParams.task_id)
             // a run this process runs: its journal as it is now (the store holds it as last kept)
             const live = runs.get(path.run_id)
             const stored = live?.events !== undefined && live.threadId === thread.stored
