@@ -5,8 +5,7 @@
  * values: where the head's cut fell inside it, its beginning was read by the model and kept.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { middleMarker } from "../../../src/layers/sandbox/bash/Output.js"
+import { catUpload, secretAtHeadEnd } from "../../support/bashCut.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -16,23 +15,8 @@ const SECRET = "sk-erp-a27-bash-0123456789abcdefghij"
 const MAX = 1000
 const TOTAL = 5000
 
-/** The file: the value 12 characters before the end of what the head of the output keeps. */
-const content = () => {
-  const head = Math.floor((MAX - middleMarker(TOTAL).length) / 2)
-  const before = "a".repeat(head - 12)
-  return before + SECRET + "b".repeat(TOTAL - before.length - SECRET.length)
-}
-
 const seenByModel: Array<string> = []
-const script = (body: ChatRequestBody): Turn => {
-  const last = body.messages.at(-1)
-  if (last?.role === "tool") {
-    seenByModel.push(JSON.stringify(last.content))
-    return "Read it."
-  }
-  const command = "cat /mnt/user-data/uploads/config.txt"
-  return { toolCalls: [{ name: "bash", arguments: { description: "read the upload", command } }] }
-}
+const script = catUpload(seenByModel)
 
 let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
@@ -50,7 +34,7 @@ describe("Attack27: a bash output cut inside a request secret no skill bound", (
     const thread = "a27-bash-cut"
     assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)
     const form = new FormData()
-    form.append("files", new Blob([content()]), "config.txt")
+    form.append("files", new Blob([secretAtHeadEnd(SECRET, MAX, TOTAL)]), "config.txt")
     const uploaded = await alice("POST", `/api/threads/${thread}/uploads`, form)
     assert.strictEqual(uploaded.status, 200, uploaded.text)
     const waited = await alice("POST", `/threads/${thread}/runs/wait`, {

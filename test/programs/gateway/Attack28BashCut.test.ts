@@ -5,8 +5,7 @@
  * where the head's cut fell inside it, its beginning was read by the model, streamed and kept.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { middleMarker } from "../../../src/layers/sandbox/bash/Output.js"
+import { catUpload, secretAtHeadEnd } from "../../support/bashCut.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -16,23 +15,8 @@ const KEY = "sk-a28-bash-0123456789abcdefghijkl"
 const MAX = 1000
 const TOTAL = 5000
 
-/** The file: the key 12 characters before the end of what the head of the output keeps. */
-const content = () => {
-  const head = Math.floor((MAX - middleMarker(TOTAL).length) / 2)
-  const before = "a".repeat(head - 12)
-  return before + KEY + "b".repeat(TOTAL - before.length - KEY.length)
-}
-
 const seenByModel: Array<string> = []
-const script = (body: ChatRequestBody): Turn => {
-  const last = body.messages.at(-1)
-  if (last?.role === "tool") {
-    seenByModel.push(JSON.stringify(last.content))
-    return "Read it."
-  }
-  const command = "cat /mnt/user-data/uploads/config.txt"
-  return { toolCalls: [{ name: "bash", arguments: { description: "read the upload", command } }] }
-}
+const script = catUpload(seenByModel)
 
 let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
@@ -54,7 +38,7 @@ describe("Attack28: a bash output cut inside one of the process's own secrets", 
     const thread = "a28-bash-cut"
     assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)
     const form = new FormData()
-    form.append("files", new Blob([content()]), "config.txt")
+    form.append("files", new Blob([secretAtHeadEnd(KEY, MAX, TOTAL)]), "config.txt")
     const uploaded = await alice("POST", `/api/threads/${thread}/uploads`, form)
     assert.strictEqual(uploaded.status, 200, uploaded.text)
     const stream = await alice("POST", `/threads/${thread}/runs/stream`, {
