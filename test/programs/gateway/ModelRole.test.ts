@@ -165,7 +165,9 @@ describe("the gateway's own model calls, naming no model", () => {
     const compacted = await mute("POST", `/api/threads/${thread}/compact`, { force: true })
     assert.strictEqual(compacted.status, 403, compacted.text)
     assert.strictEqual(compacted.json().detail, NO_MODEL)
-    assert.strictEqual(gateway.scripted.requests.length, mark)
+    // (the earlier cases' runs may still update memory or a title in the background: those are not the mute user's)
+    const background = (r: ChatRequestBody) => (isMemory(r) || isTitle(r)) && !JSON.stringify(r).includes("tower")
+    assert.deepStrictEqual(since(mark, (r) => !background(r)), [])
   }, SLOW)
 })
 
