@@ -20,6 +20,7 @@ import {
   deleteBusyMessage,
   fencedMessage,
   LEASE_FENCED,
+  leaseRunOf,
   leaseBlocks,
   leaseHeldBy,
   leaseOwner,
@@ -145,13 +146,15 @@ export const make = (): ThreadStore["Type"] => {
     return entry
   }
   // an append fenced by its run's lease, which another run (or process) took since, or was given back: refused
-  const fenced = (threadId: string, runId: string, options: AppendOptions | undefined) =>
-    options?.leased !== true || leaseHeldBy(leases.get(threadId), runId, owner)
+  const fenced = (threadId: string, runId: string, options: AppendOptions | undefined) => {
+    const leased = leaseRunOf(runId, options)
+    return leased === undefined || leaseHeldBy(leases.get(threadId), leased, owner)
       ? undefined
       : Effect.fail(new StoreError({
         operation: LEASE_FENCED,
-        message: fencedMessage(threadId, runId, leases.get(threadId))
+        message: fencedMessage(threadId, leased, leases.get(threadId))
       }))
+  }
   const summary = (thread_id: string, entry: Entry, now: number): ThreadSummary => {
     const last = [...entry.runs.values()].at(-1)
     const status = threadStatus(last, leases.get(thread_id), now)

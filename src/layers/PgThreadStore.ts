@@ -26,6 +26,7 @@ import {
   deleteBusyMessage,
   fencedMessage,
   LEASE_FENCED,
+  leaseRunOf,
   leaseBlocks,
   leaseHeldBy,
   leaseOwner,
@@ -191,16 +192,17 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             Effect.gen(function*() {
               // fenced by the run's lease: its row locked first (as a delete locks it), shared, until the commit, so
               // no other process takes the lease between this check and the write
-              if (options?.leased === true) {
+              const leased = leaseRunOf(runId, options)
+              if (leased !== undefined) {
                 const leases = yield* q(
                   `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR SHARE`,
                   [threadId]
                 )
                 const [holder] = yield* decodeRows(decodeLeaseRows, leases, "append", "The lease table")
-                if (!leaseHeldBy(holder, runId, owner)) {
+                if (!leaseHeldBy(holder, leased, owner)) {
                   return yield* new StoreError({
                     operation: LEASE_FENCED,
-                    message: fencedMessage(threadId, runId, holder)
+                    message: fencedMessage(threadId, leased, holder)
                   })
                 }
               }

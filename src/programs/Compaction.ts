@@ -192,7 +192,8 @@ export const compactThread = (threadId: string, options: Options) =>
         }
         return yield* notDone(outcome, tokens)
       }
-      yield* store.append(threadId, writer, [outcome.update])
+      // (fenced by the compaction's lease: a run that took the thread while its summary was asked keeps its steps)
+      yield* store.append(threadId, writer, [outcome.update], { leased: true })
       const after = yield* store.load(threadId)
       const tokensAfter = Option.isSome(after) ? Compact.countState(settings.counter)(after.value.state) : undefined
       yield* events.emit({

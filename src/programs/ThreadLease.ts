@@ -59,6 +59,18 @@ export const notOwnedError = (runId: string, lost: Lost, ttlMs: number): Effect.
 
 const LEASED: AppendOptions = { leased: true }
 
+/** Whether a store's refusal is an append's fence (`AppendOptions.leased`): its writer's lease was taken from it. */
+export const isFenced = (error: StoreError): boolean => error.operation === LEASE_FENCED
+
+/**
+ * A write outside a run (a state update, a copy, a branch's seed, a compaction, a fork), refused by its fence
+ * (`isFenced`): its writer stalled past its lease's life and another run took the thread meanwhile; `what` it wrote.
+ */
+export const takenWhile = (threadId: string, what: string): string =>
+  `Thread ${threadId} was taken by another run while ${what} was being saved (its hold on the thread, the ` +
+  `thread's lease, ran out first): it was not saved, and the other run's steps were kept. Try again once that ` +
+  `run has ended.`
+
 /**
  * A checkpoint of run `runId`, fenced by its lease in the store (`AppendOptions.leased`): the store refuses it once
  * another took the lease, also between the run's last look at its lease and this write. Refused, `confirm` says who

@@ -139,10 +139,15 @@ export interface AppendOptions {
    * process (no other run took it since, nor another process resuming the run, and it was not given back), as the
    * write's own transaction reads it; else nothing is written and the append fails with a `StoreError` of operation
    * `LEASE_FENCED` (`fencedMessage`). A run that checked its lease just before still never writes over the checkpoints
-   * of a run that took its thread in between.
+   * of a run that took its thread in between. A run id instead of `true`: fenced by that writer's lease, for a
+   * writer whose checkpoints keep other run ids (a thread's copy keeps those of the runs it copies).
    */
-  readonly leased?: boolean | undefined
+  readonly leased?: boolean | string | undefined
 }
+
+/** The run whose lease fences an append of run `runId` (`AppendOptions.leased`), if it is fenced. */
+export const leaseRunOf = (runId: string, options: AppendOptions | undefined): string | undefined =>
+  options?.leased === true ? runId : typeof options?.leased === "string" ? options.leased : undefined
 
 /** The `StoreError` operation of an append fenced by a lease its run no longer holds (`AppendOptions.leased`). */
 export const LEASE_FENCED = "lease_fenced"

@@ -10,7 +10,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import { StoreError } from "../../services/RunContext.js"
 import type { AppendOptions, ThreadBytes } from "../../services/ThreadStore.js"
-import { fencedMessage, LEASE_FENCED } from "../../services/ThreadStore.js"
+import { fencedMessage, LEASE_FENCED, leaseRunOf } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import type { StateUpdate } from "../../state/ThreadState.js"
 import { checkpointOf, formatParseError } from "../store/Codec.js"
@@ -37,6 +37,8 @@ interface Pending {
   readonly unownedOf: string | undefined
   /** Fenced by the run's lease (`AppendOptions.leased`): the lease's owner, this process. */
   readonly leasedBy: string | undefined
+  /** The run whose lease fences it (`leaseRunOf`: its own, or its writer's). */
+  readonly leasedRun: string
   /** How its write ended, once it did (what the thread keeps after it, when measured). */
   exit: Exit.Exit<Measured, StoreError> | undefined
   /**
@@ -59,7 +61,7 @@ const insertOf = (p: Pending, now: string): readonly [string, ReadonlyArray<unkn
       ? [APPEND_CHECKPOINT, [p.runId, now, p.text, p.threadId]]
       : [APPEND_CHECKPOINT_MEASURED, [p.runId, now, p.text, p.threadId, p.unownedOf, p.unownedOf]]
   }
-  const lease = [p.runId, p.leasedBy]
+  const lease = [p.leasedRun, p.leasedBy]
   return p.unownedOf === undefined
     ? [APPEND_CHECKPOINT_LEASED, [p.runId, now, p.text, p.threadId, ...lease]]
     : [APPEND_CHECKPOINT_MEASURED_LEASED, [p.runId, now, p.text, p.threadId, ...lease, p.unownedOf, p.unownedOf]]
@@ -116,7 +118,7 @@ export const make = (
   // a fenced checkpoint not inserted, its thread's row there: its run no longer holds the thread's lease
   const refused = (p: Pending) =>
     Effect.flatMap(leases.holder(p.threadId, "append"), (holder) =>
-      Effect.fail(new StoreError({ operation: LEASE_FENCED, message: fencedMessage(p.threadId, p.runId, holder) })))
+      Effect.fail(new StoreError({ operation: LEASE_FENCED, message: fencedMessage(p.threadId, p.leasedRun, holder) })))
 
   /**
    * One checkpoint, inside a transaction the caller holds: creates the thread and sets its title as needed (a fenced
@@ -220,8 +222,19 @@ export const make = (
       const checkpoint = checkpointOf(threadId, given, redactor)
       if (Either.isLeft(checkpoint)) return Effect.fail(checkpoint.left)
       const { text, title } = checkpoint.right
-      const leasedBy = options?.leased === true ? leases.owner : undefined
-      const pending: Pending = { threadId, runId, text, title, unownedOf, leasedBy, exit: undefined, resume: undefined }
+      const leasedRun = leaseRunOf(runId, options)
+      const leasedBy = leasedRun === undefined ? undefined : leases.owner
+      const pending: Pending = {
+        threadId,
+        runId,
+        text,
+        title,
+        unownedOf,
+        leasedBy,
+        leasedRun: leasedRun ?? runId,
+        exit: undefined,
+        resume: undefined
+      }
       if (!leading && title === undefined && alone()) {
         const exit = writeNow(pending, iso(clock.unsafeCurrentTimeMillis()))
         if (exit !== undefined) return exit

@@ -16,6 +16,7 @@ import { REMOVE_ALL_MESSAGES } from "../../state/Message.js"
 import { applyUpdates, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 import * as TS from "../../state/ThreadState.js"
+import * as ThreadLease from "../ThreadLease.js"
 import { GatewayError, notFound } from "./api/Problem.js"
 
 /** The checkpoint id of a thread before its first checkpoint. */
@@ -103,17 +104,27 @@ export const resetTo = (threadId: string, checkpointId: string) =>
   })
 
 /**
- * Prepares a run of the stored thread `threadId` from checkpoint `checkpointId` (the run holds the thread's
- * lease): nothing when it is the head (or the state there is the head's), else the fork's checkpoint, appended
- * under `runId`. Returns the checkpoint forked from (for the run's metadata), or undefined when nothing was
+ * Prepares a run of the stored thread `threadId` (`shown` as its client calls it) from checkpoint `checkpointId` (the
+ * run holds the thread's lease): nothing when it is the head (or the state there is the head's), else the fork's
+ * checkpoint, appended under `runId`, fenced by its lease (a run that took the thread while this one stalled keeps
+ * its steps: 409). Returns the checkpoint forked from (for the run's metadata), or undefined when nothing was
  * forked; 404 when the thread has no such checkpoint.
  */
-export const fromCheckpoint = (threadId: string, runId: string, checkpointId: string) =>
+export const fromCheckpoint = (threadId: string, runId: string, checkpointId: string, shown = threadId) =>
   Effect.gen(function*() {
     const store = yield* ThreadStore
     const { seq, updates } = yield* resetTo(threadId, checkpointId)
     if (updates.length === 0) return undefined
-    yield* Effect.mapError(store.append(threadId, runId, updates), internal)
+    yield* Effect.mapError(
+      store.append(threadId, runId, updates, { leased: true }),
+      (error) =>
+        ThreadLease.isFenced(error)
+          ? new GatewayError({
+            reason: "conflict",
+            message: ThreadLease.takenWhile(shown, `its run's fork from checkpoint ${seq}`)
+          })
+          : internal(error)
+    )
     return seq
   })
 

@@ -173,7 +173,7 @@ export const make = (deps: Deps): Starter => {
     Effect.gen(function*() {
       const forkedFrom = request.checkpointId === undefined
         ? undefined
-        : yield* Fork.fromCheckpoint(request.threadId, runId, request.checkpointId).pipe(
+        : yield* Fork.fromCheckpoint(request.threadId, runId, request.checkpointId, request.publicThreadId).pipe(
           Effect.provideService(ThreadStore, store)
         )
       const loaded = yield* Effect.mapError(store.load(request.threadId), internal)

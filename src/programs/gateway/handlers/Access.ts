@@ -5,11 +5,13 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type { StoreError } from "../../../services/RunContext.js"
 import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as TS from "../../../state/ThreadState.js"
 import { fail, GatewayError, notFound } from "../api/Problem.js"
 import type * as Factory from "../../Factory.js"
+import * as ThreadLease from "../../ThreadLease.js"
 import * as Protocol from "../Protocol.js"
 import { QuotaExceeded, Quotas } from "../Quotas.js"
 import * as QuotaReservations from "../QuotaReservations.js"
@@ -34,6 +36,13 @@ export const make = Effect.gen(function*() {
     StorageQuota.isStopped(error)
       ? new GatewayError({ reason: "forbidden", message: error.message })
       : new GatewayError({ reason: "internal", message: error.message, cause: error })
+
+  /**
+   * A write outside a run (`what`, of the client's thread `threadId`) the store refused: its lease's fence as a 409
+   * (another run took the thread while the write stalled: `ThreadLease.takenWhile`), else as `storeFailed`.
+   */
+  const writeFailed = (threadId: string, what: string) => (error: StoreError) =>
+    ThreadLease.isFenced(error) ? fail("conflict", ThreadLease.takenWhile(threadId, what)) : storeFailed(error)
 
   /** A gateway error as is, a quota's refusal as a 403 saying which quota (see `quotaRefused`), else a 500. */
   const refused = (error: GatewayError | QuotaExceeded | { readonly message: string }) =>
@@ -187,6 +196,7 @@ export const make = Effect.gen(function*() {
     runs,
     quotas,
     storeFailed,
+    writeFailed,
     ownedThread,
     threadRef,
     chatOf,

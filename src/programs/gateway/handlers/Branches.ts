@@ -17,6 +17,7 @@ import type { CheckpointRecord } from "../../../services/ThreadStore.js"
 import { isRecord } from "../../../state/Json.js"
 import * as M from "../../../state/Message.js"
 import * as App from "../../App.js"
+import * as Run from "../../Run.js"
 import * as BranchesApi from "../api/Branches.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, notFound } from "../api/Problem.js"
@@ -36,7 +37,7 @@ import * as Turns from "./Turns.js"
 /** The metadata key DeerFlow's app marks a side conversation's thread with. */
 const SIDECAR = "deerflow_sidecar"
 
-/** What holds the storage quota reservation of a branch being seeded: this and the branch's id. */
+/** What holds the lease and storage quota reservation of a branch being seeded: this and the branch's id. */
 const BRANCH_WRITER = "branch-"
 
 const visible = (message: M.Message, type: "human" | "ai") => message.type === type && !Turns.hidden(message)
@@ -294,23 +295,37 @@ export const layer = (api: DeerFlowApi) =>
               base === undefined ? undefined : { ...base.right, title },
               { ...snapshot.right, ...now, title }
             )
+            // the branch holds its thread as a copy does, by its lease, taken before the thread is made (under the
+            // id it will be stored under) and kept until it is seeded: a run of the branch, or its delete, meanwhile
+            // is refused (409), and a seed of a branch that stalled past the lease's life, whose thread another run
+            // took, is not written after that run's steps (fenced: 409)
+            const leased = ThreadIds.storedIds(user, branchId)[0]!
+            const writer = `${BRANCH_WRITER}${branchId}`
             // (about what the parent keeps, reserved until the branch is seeded, freed by each seed: `filling`)
             const { clone } = yield* access.filling(
               user,
-              ThreadIds.storedIds(user, branchId)[0]!,
-              `${BRANCH_WRITER}${branchId}`,
+              leased,
+              writer,
               kept?.bytes ?? 0,
               (seeded) => Effect.gen(function*() {
+                const holder = yield* Effect.mapError(Run.takeLease(store, leased, writer), storeFailed)
+                if (holder !== undefined) return yield* fail("internal", `Thread ${branchId} is held by another.`)
                 const done = yield* seeding
+                if (done.made.thread_id !== leased) {
+                  return yield* fail("internal", `Thread ${branchId} was not made under the id it holds.`)
+                }
                 for (const [i, seed] of seeds.entries()) {
                   const updates = latest && i === seeds.length - 1
                     ? [...seed.updates, { artifacts: snapshot.right.artifacts }]
                     : seed.updates
-                  yield* Effect.mapError(store.append(done.made.thread_id, seed.runId, updates), storeFailed)
+                  yield* Effect.mapError(
+                    store.append(done.made.thread_id, seed.runId, updates, { leased: writer }),
+                    access.writeFailed(branchId, "its branch's history")
+                  )
                   yield* seeded(updates)
                 }
                 return done
-              })
+              }).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(leased, writer))))
             )
             return json(BranchesApi.Branch, {
               thread_id: branchId,

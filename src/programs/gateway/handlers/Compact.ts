@@ -141,7 +141,7 @@ export const layer = (
               CompactionThreadBusy: () => Effect.fail(fail("conflict", BUSY)),
               CompactionThreadNotFound: () => Effect.fail(fail("not_found", `Thread ${path.thread_id} not found.`)),
               SummarizationConfigError: (error) => Effect.fail(fail("internal", error.message)),
-              StoreError: (error) => Effect.fail(access.storeFailed(error))
+              StoreError: (error) => Effect.fail(access.writeFailed(path.thread_id, "its compaction")(error))
             }),
             Effect.provideService(AppConfigService, snap.app)
           )

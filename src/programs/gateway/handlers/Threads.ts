@@ -23,6 +23,7 @@ import type { StateUpdate } from "../../../state/ThreadState.js"
 import * as TS from "../../../state/ThreadState.js"
 import * as App from "../../App.js"
 import * as Run from "../../Run.js"
+import * as ThreadLease from "../../ThreadLease.js"
 import { DEERFLOW_PREFIX, type LangGraphApi } from "../api/GatewayApi.js"
 import { describeParseError, fail, GatewayError } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
@@ -74,7 +75,7 @@ export const layer = (api: LangGraphApi) =>
     Effect.gen(function*() {
       const access = yield* Access.make
       const tasks = yield* TaskStore
-      const { store, runs, storeFailed, ownedThread, newThread, loadState, fullThread } = access
+      const { store, runs, storeFailed, writeFailed, ownedThread, newThread, loadState, fullThread } = access
       const app = yield* AppConfigService
       const bounds = InputBounds.fromConfig(app.config.gateway)
       const maxPageBytes = app.config.gateway.max_page_bytes
@@ -359,7 +360,11 @@ export const layer = (api: LangGraphApi) =>
                       renewed = yield* Clock.currentTimeMillis
                     }
                     const written = updates.map(rebound)
-                    yield* Effect.mapError(store.append(made.thread_id, run_id, written), storeFailed)
+                    // (fenced by the copy's lease: a run that took the copy after it stalled keeps its steps)
+                    yield* Effect.mapError(
+                      store.append(made.thread_id, run_id, written, { leased: writer }),
+                      writeFailed(copyId, `its copy of thread ${path.thread_id}`)
+                    )
                     yield* copied(written)
                   }
                 }).pipe(Effect.tapError(() =>
@@ -466,7 +471,12 @@ export const layer = (api: LangGraphApi) =>
                   const updates = [...reset, update]
                   const applied = applyUpdates(current.state, updates)
                   if (Either.isLeft(applied)) return yield* fail("unprocessable", `values: ${applied.left.message}`)
-                  return yield* store.append(stored, writer, updates)
+                  // (fenced by the update's lease: a run that took the thread after it stalled keeps its steps)
+                  return yield* store.append(stored, writer, updates, { leased: true }).pipe(
+                    Effect.mapError((error) =>
+                      ThreadLease.isFenced(error) ? writeFailed(threadId, "its state update")(error) : error
+                    )
+                  )
                 })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer))))
               }))
             if (Either.isLeft(appended)) {

@@ -54,7 +54,7 @@ export const layer = (api: DeerFlowApi) =>
   HttpApiBuilder.group(api, "turns", (handlers) =>
     Effect.gen(function*() {
       const access = yield* Access.make
-      const { store, runs, storeFailed } = access
+      const { store, runs, storeFailed, writeFailed } = access
 
       const folded = (thread: ThreadRef) =>
         Effect.gen(function*() {
@@ -81,7 +81,10 @@ export const layer = (api: DeerFlowApi) =>
           : fail("unprocessable", `${name} must be true or false, got ${JSON.stringify(queryFirst(value))}.`)
       }
 
-      /** An update of the thread's state outside a run: refused (409, `busy`) while a run holds it. */
+      /**
+       * An update of the thread's state outside a run: refused (409, `busy`) while a run holds it; written under the
+       * update's lease, fenced by it (a run that took the thread while the update stalled keeps its steps: 409).
+       */
       const writeState = (
         thread: ThreadRef,
         update: StateUpdate,
@@ -92,7 +95,8 @@ export const layer = (api: DeerFlowApi) =>
           const writer = `${Protocol.UPDATE_WRITER}${M.newId()}`
           const holder = yield* Effect.mapError(Run.takeLease(store, thread.stored, writer), storeFailed)
           if (holder !== undefined) return yield* fail("conflict", busy)
-          yield* Effect.mapError(store.append(thread.stored, writer, [update]), storeFailed).pipe(
+          yield* store.append(thread.stored, writer, [update], { leased: true }).pipe(
+            Effect.mapError(writeFailed(thread.threadId, "this change of its goal")),
             Effect.ensuring(Effect.ignore(store.releaseLease(thread.stored, writer)))
           )
         })
