@@ -190,7 +190,7 @@ export const execute = (
     // process resumed it, else to end as an error (see below). So is a run whose lease's life ran out with no
     // renewal that succeeded (the store did not answer: who holds the thread now is not known), as DeerFlow's worker
     // fences its run
-    const { confirm, lost, reclaim, release } = yield* deps.leases.hold(
+    const { confirm, lost, reclaim, recordLate, release } = yield* deps.leases.hold(
       request.threadId,
       runId,
       (gone) => made.stop(gone !== LAPSED && gone.run_id === runId ? HANDOVER : LEASE_LOST)
@@ -462,11 +462,14 @@ export const execute = (
     listener.stop()
     // (its error as its events say it: without the secrets the run hides, its request's included)
     const endedShown = { ...ended, error: ended.error === null ? null : redact.text(ended.error) }
-    // (fenced, its lease not taken back: its end is told to its followers here, not recorded, as DeerFlow's fenced
-    // worker leaves it to the thread's next owner; its record stays `running` until a process recovers it)
+    // (fenced, its lease not taken back: its end is told to its followers here, and recorded once the store answers
+    // again, below; DeerFlow's fenced worker leaves it to the thread's next owner)
     const record = unconfirmed
       ? yield* Effect.as(
-        Effect.logWarning(`run ${runId}: its end is not recorded (its thread's lease could not be confirmed)`),
+        Effect.logWarning(
+          `run ${runId}: its end is not recorded yet (its thread's lease could not be confirmed); it will be once ` +
+            "the store answers again"
+        ),
         { ...RunRecords.base(request.threadId, runId, yield* now), ...endedShown, ended_at: yield* now }
       )
       : yield* RunRecords.settle(store, request.threadId, runId, action, endedShown)
@@ -502,6 +505,20 @@ export const execute = (
     append(outs)
     forget(runId, yield* Clock.currentTimeMillis)
     yield* Deferred.succeed(run.done, record)
+    // its end as told, with its events' end, recorded once the store answers again (unless recorded meanwhile: by a
+    // process starting up, or one that resumed the run), so that its record does not stay `running`
+    if (unconfirmed) {
+      yield* recordLate(Effect.gen(function*() {
+        const [stored] = yield* store.runs({ runId })
+        if (stored !== undefined && !RunRecords.unfinished(stored)) return
+        if (request.deleteThread !== true) yield* saveJournal(true)
+        yield* store.saveRun({
+          ...(stored === undefined ? record : RunRecords.unmarked(stored)),
+          ...endedShown,
+          ended_at: record.ended_at
+        })
+      }))
+    }
   }).pipe(
     // (the renewing stops with the run, whatever ended it, before its manager settles what it left: `RunStart`)
     Effect.scoped

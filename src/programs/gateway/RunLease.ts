@@ -11,7 +11,8 @@
  * A lease whose life, from its last renewal that succeeded, ran out without another (the store did not answer) is
  * fenced as DeerFlow's worker fences its run: `lost` says `LAPSED` from that moment, the run is told at once (one
  * fiber watches the leases' ends), and the lease is renewed no more; the run, stopped, may take it back once to
- * record its end (`reclaim`).
+ * record its end (`reclaim`); the store still silent then, its end is recorded once the store answers again
+ * (`recordLate`).
  * (One renewer, not one fiber a run: a run's lease is an entry in a set, a few dozen bytes, where a fiber asleep
  * between its renewals kept about 10 KB.)
  */
@@ -19,6 +20,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Lost } from "../../services/RunSettlement.js"
 import { LAPSED } from "../../services/RunSettlement.js"
+import type { StoreError } from "../../services/RunContext.js"
 import type { LeaseHolder, ThreadStore } from "../../services/ThreadStore.js"
 import * as Run from "../Run.js"
 import { LeaseTtl } from "../ThreadLease.js"
@@ -45,6 +47,14 @@ export interface Held {
   readonly confirm: Effect.Effect<Lost | undefined>
   /** Stops renewing and gives the lease back (if the run still holds it: not once it was found lost or lapsed). */
   readonly release: Effect.Effect<void>
+  /**
+   * For a run that ended without taking its lapsed lease back (`reclaim` answered `LAPSED`: the store was silent),
+   * its end recorded once the store answers again: every third of the lease's life, until the process stops, the
+   * lease is asked for again; answered, `record` runs (the lease taken back, or the thread another run's, whose
+   * record that run does not write) and the lease is given back. Not run when another process resumed the run (it
+   * holds the run's own lease: it records it). In the renewer's fiber scope, not the run's: at once.
+   */
+  readonly recordLate: (record: Effect.Effect<void, StoreError>) => Effect.Effect<void>
 }
 
 /** The renewer of a process's run leases. */
@@ -93,6 +103,7 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
     const ttlMs = yield* LeaseTtl
     const timeoutMs = ttlMs / 6
     const clock = yield* Effect.clock
+    const scope = yield* Effect.scope
     const held = new Set<Entry>()
     const renewing = yield* Effect.makeSemaphore(1)
     const renew = (entry: Entry) =>
@@ -169,6 +180,35 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
       Effect.zipRight(Effect.sync(() => held.delete(entry)), renewing.withPermits(1)(Effect.void))
     const lostOf = (entry: Entry): Lost | undefined =>
       entry.lost ?? (entry.fenced || clock.unsafeCurrentTimeMillis() >= entry.confirmed ? LAPSED : undefined)
+    // (a run's end recorded once the store answers again: `Held.recordLate`)
+    const recordLate = (threadId: string, runId: string, record: Effect.Effect<void, StoreError>) => {
+      const attempt = Effect.gen(function*() {
+        const now = clock.unsafeCurrentTimeMillis()
+        const holder = yield* store.acquireLease({ threadId, runId, ttlMs, now }).pipe(
+          Effect.disconnect,
+          Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => "no answer" as const })
+        )
+        if (holder?.run_id === runId) {
+          return yield* Effect.as(
+            Effect.logWarning(`run ${runId}: resumed by process ${holder.owner}, which records its end`),
+            true
+          )
+        }
+        yield* Effect.ensuring(
+          record,
+          holder === undefined ? Effect.ignore(store.releaseLease(threadId, runId)) : Effect.void
+        )
+        yield* Effect.logInfo(`run ${runId}: its end recorded, the store answering again`)
+        return true
+      })
+      return attempt.pipe(
+        Effect.orElseSucceed(() => false),
+        Effect.delay(ttlMs / 3),
+        Effect.repeat({ until: (done) => done }),
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    }
     const hold: Leases["hold"] = (threadId, runId, onLost) =>
       Effect.gen(function*() {
         const entry: Entry = {
@@ -206,6 +246,7 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
             else if (holder !== LAPSED) entry.lost = holder
             return holder
           }),
+          recordLate: (record) => recordLate(threadId, runId, record),
           // (a lease found lost is another's: the same run's, resumed elsewhere, is released by its run id too; a
           // lapsed one is given back only once taken back)
           release: Effect.zipRight(

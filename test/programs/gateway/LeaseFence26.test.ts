@@ -9,7 +9,10 @@
  *   DeerFlow's words ("Lease ownership could not be confirmed before the last confirmed lease expired."); its stream
  *   ends with `error` then `end`, its journal with `run.error` and its receipt; the thread takes its next run;
  * - the store never answers: its stream still ends (`error`, then `end`), and it writes nothing that lasts (its
- *   stored record stays `running` for the thread's next owner to recover, as DeerFlow's fenced worker leaves it).
+ *   stored record stays `running` while the store is silent);
+ * - stopped by its client, then its lease's life ran out with the store silent: its stream ends, and once the store
+ *   answers again its stop is recorded (`interrupted`, its journal's `run.end` too) and its lease given back, with no
+ *   other run of the thread; before, its record stayed `running` until a process starting up recovered it.
  * Over HTTP, the real `openai` client, a real bash command, SQLite and the memory store; the lease's life shortened
  * (`RunLease.LeaseTtl`); no timing asserted: the test waits for the command's end and the stream's.
  */
@@ -38,14 +41,15 @@ const TTL_MS = 4_000
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {
   const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
-  return /\bfence-(answers|silent|stopped)-(sqlite|memory)\b/.exec(asked)?.[0] ?? ""
+  return /\bfence-(answers|silent|stopped|late)-(sqlite|memory)\b/.exec(asked)?.[0] ?? ""
 }
 
 /** A command's sleep, unique to its run, found among the processes while it runs. */
 const sleepOf = (label: string) =>
   `sleep 27.${
-    ["sqlite", "memory"].flatMap((kind) => ["answers", "silent", "stopped"].map((how) => `fence-${how}-${kind}`))
-      .indexOf(label) + 11
+    ["sqlite", "memory"].flatMap((kind) =>
+      ["answers", "silent", "stopped", "late"].map((how) => `fence-${how}-${kind}`)
+    ).indexOf(label) + 11
   }`
 
 const script = twoCommands(labelOf, sleepOf)
@@ -207,6 +211,47 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     assert.deepStrictEqual(events.slice(-2).map((e) => e.event), ["values", "end"], "as a stop's stream ends")
     const record = (await api("GET", `/threads/${run.thread}/runs/${run.runId}`)).json()
     assert.strictEqual(record.status, "interrupted", JSON.stringify(record))
+    assert.isFalse(Fs.existsSync(Path.join(run.workspace, "second.txt")), "the second command never ran")
+  }, 90_000)
+
+  it("stopped by its client, its lease lapsed, the store silent: the stop recorded once it answers", async () => {
+    const label = `fence-late-${kind}`
+    const run = await startRun(label)
+    const renewals = gate()
+    const checkpoint = gate()
+    stalled.set(run.stored, renewals)
+    appending.set(run.stored, checkpoint)
+    const cancel = await api("POST", `/threads/${run.thread}/runs/${run.runId}/cancel`)
+    assert.isBelow(cancel.status, 300, cancel.text)
+    await checkpoint.entered
+    await until(
+      () => logged.some((line) => line.includes(run.runId) && line.includes(Run.LAPSED_REASON)),
+      "the lease's life ran out"
+    )
+    appending.delete(run.stored)
+    checkpoint.release()
+    // the store still silent on the thread's lease: the stopped run cannot take it back, and its stream ends
+    const { events } = await run.stream
+    assert.isFalse(events.some((e) => e.event === "error"), JSON.stringify(events.filter((e) => e.event === "error")))
+    assert.strictEqual(events.at(-1)?.event, "end")
+    const [silent] = await Effect.runPromise(inner!.runs({ runId: run.runId }))
+    assert.strictEqual(silent?.status, "running", "not recorded while the store does not answer")
+    // the store answers again: the stop is recorded as it asked, with no other run of the thread
+    stalled.delete(run.stored)
+    renewals.release()
+    const readRecord = async () => (await api("GET", `/threads/${run.thread}/runs/${run.runId}`)).json()
+    await until(async () => (await readRecord()).status !== "running", "the run's end recorded", 400)
+    const record = await readRecord()
+    assert.strictEqual(record.status, "interrupted", JSON.stringify(record))
+    const journal = (await api("GET", `/api/threads/${run.thread}/runs/${run.runId}/events`)).json() as Array<any>
+    const end = journal.find((e) => e.event_type === "run.end")
+    assert.strictEqual(end?.metadata.status, "interrupted", JSON.stringify(journal.slice(-3)))
+    // its lease given back: the thread takes its next run
+    const next = await api("POST", `/threads/${run.thread}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "And now?" }] }
+    })
+    assert.strictEqual(next.status, 200, next.text)
     assert.isFalse(Fs.existsSync(Path.join(run.workspace, "second.txt")), "the second command never ran")
   }, 90_000)
 })
