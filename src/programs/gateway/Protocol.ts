@@ -12,7 +12,7 @@ import * as InputSanitization from "../../middleware/InputSanitization.js"
 import * as SkillActivation from "../../middleware/SkillActivation.js"
 import * as ViewImage from "../../middleware/ViewImage.js"
 import type { CheckpointRecord, RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
-import type { Message, ToolCall } from "../../state/Message.js"
+import type { ContentBlock, Message, ToolCall } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import type { ThreadState } from "../../state/ThreadState.js"
 import { describeParseError } from "./api/Problem.js"
@@ -228,17 +228,39 @@ export const withClarificationAnswer = (
 // ---------------------------------------------------------------------------------------------------------
 // Objects
 
+const isDataImage = (block: ContentBlock): boolean => {
+  if (block.type !== "image_url") return false
+  const image = (block as { readonly image_url?: unknown }).image_url
+  return isRecord(image) && String(image["url"] ?? "").startsWith("data:")
+}
+
+/**
+ * The messages without the `data:` image blocks of those hidden from the UI (DeerFlow's
+ * `strip_data_url_image_blocks`): base64 pixels meant for the model, of no use to a client and large. Visible
+ * messages, linked images and every message's place are kept; the same array when there is nothing to drop.
+ */
+export const withoutHiddenDataImages = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
+  let out: Array<Message> | undefined
+  messages.forEach((message, i) => {
+    if (message.additional_kwargs?.hide_from_ui !== true || typeof message.content === "string") return
+    if (!message.content.some(isDataImage)) return
+    out ??= messages.slice()
+    out[i] = { ...message, content: message.content.filter((block) => !isDataImage(block)) } as Message
+  })
+  return out ?? messages
+}
+
 /**
  * The thread's values as clients see them: the state without host paths (`thread_data`, viewed images'
- * `actual_path`).
+ * `actual_path`) and without the base64 images of hidden messages (`withoutHiddenDataImages`).
  */
 export const publicValues = (state: ThreadState): Record<string, unknown> => {
-  const { thread_data: _hostPaths, viewed_images, ...rest } = state
+  const { thread_data: _hostPaths, viewed_images, messages, ...rest } = state
   const images: Record<string, unknown> = {}
   for (const [path, image] of Object.entries(viewed_images)) {
     images[path] = { mime_type: image.mime_type, size: image.size }
   }
-  return { ...rest, viewed_images: images }
+  return { messages: withoutHiddenDataImages(messages), ...rest, viewed_images: images }
 }
 
 /** LangGraph's run status for a stored run (SPEC §12.3). */

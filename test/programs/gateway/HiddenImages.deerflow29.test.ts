@@ -4,8 +4,10 @@
  * of a run's stream (test_serialize_values_mode_strips_base64_from_hidden_messages,
  * test_serialize_channel_values_for_api_strips_base64, test_strip_data_url_removes_base64_from_hidden_messages).
  * DeerFlow keeps the hidden message in the thread and strips its `data:` blocks on the way out; Antler never
- * stores it (ViewImage's message is request-only), so there is nothing to strip. A message the client sends itself
- * comes back as sent (test_strip_data_url_preserves_non_hidden_messages, ..._preserves_https_image_urls).
+ * stores it (ViewImage's message is request-only), so there is nothing to strip. A hidden message a client sent
+ * with a `data:` image keeps it for the model, and its text, but its pixels are left out of every answer
+ * (test_strip_data_url_mixed_messages): they were all sent back. A visible message comes back as sent
+ * (test_strip_data_url_preserves_non_hidden_messages, ..._preserves_https_image_urls).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
@@ -87,5 +89,39 @@ describe("test_serialization: images in hidden messages", () => {
     const state = await ada("GET", "/api/threads/sent/state")
     const sent = state.json().values.messages.find((m: any) => m.type === "human" && Array.isArray(m.content))
     assert.deepStrictEqual(sent?.content, content)
+  })
+  it("a hidden message a client sent keeps its image for the model; no answer sends its pixels back", async () => {
+    const hidden = [
+      { type: "text", text: "Here are the images:" },
+      { type: "image_url", image_url: { url: DATA_URL } },
+      { type: "image_url", image_url: { url: "https://example.com/img.png" } }
+    ]
+    const before = gateway.scripted.requests.length
+    const waited = await ada("POST", "/api/threads/mixed/runs/wait", {
+      input: {
+        messages: [
+          { type: "human", content: "Please analyze this image" },
+          { type: "human", content: hidden, additional_kwargs: { hide_from_ui: true } }
+        ]
+      },
+      if_not_exists: "create"
+    })
+    assert.strictEqual(waited.status, 200, waited.text)
+    assert.include(JSON.stringify(gateway.scripted.requests.slice(before)), DATA_URL)
+    const streamed = await ada("POST", "/api/threads/mixed/runs/stream", {
+      input: { messages: [{ type: "human", content: "And now?" }] },
+      stream_mode: ["values"]
+    })
+    const history = await ada("POST", "/api/threads/mixed/history", { limit: 10 })
+    const state = await ada("GET", "/api/threads/mixed/state")
+    const answers = { wait: waited, stream: streamed, history, state }
+    for (const [name, answer] of Object.entries(answers)) {
+      assert.strictEqual(answer.status, 200, `${name}: ${answer.text}`)
+      assert.notInclude(answer.text, "data:image/png;base64", name)
+    }
+    const messages = state.json().values.messages
+    assert.deepStrictEqual(messages.find((m: any) => m.additional_kwargs?.hide_from_ui === true && m.type === "human")
+      ?.content, [hidden[0], hidden[2]])
+    assert.strictEqual(messages.find((m: any) => m.type === "human").content, "Please analyze this image")
   })
 })
