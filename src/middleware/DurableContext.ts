@@ -275,28 +275,28 @@ export const changedEntries = (
 
 const oneLineEscaped = (text: string): string => escapeText(text.replace(/\s+/g, " ").trim())
 
-/** What the model should do about an entry (prose for the model). */
+/** What the model should do about an entry, in DeerFlow's words (`_status_guidance`). */
 export const guidance = (status: DelegationStatus, stopReason: SubagentStopReason | undefined): string => {
   if (stopReason !== undefined) {
     return status === "completed"
-      ? "hit a guardrail cap with a partial result; reuse the partial result, or retry with a narrower scope or " +
-        "a larger budget (max_turns / token_budget)"
-      : "hit a guardrail cap without a usable result; retry with a narrower scope or a larger budget " +
+      ? "hit a guardrail cap with a partial result; reuse the partial result, retry with a tighter scope, or raise " +
+        "the per-agent budget (max_turns / token_budget)"
+      : "hit a guardrail cap with no usable result; retry with a tighter scope or raise the per-agent budget " +
         "(max_turns / token_budget)"
   }
   switch (status) {
     case "in_progress":
-      return "already delegated; do NOT delegate it again; wait for its result or build on it"
+      return "already delegated; do NOT delegate again; wait for or build on the result"
     case "completed":
-      return "completed result; do NOT delegate it again; reuse this result"
+      return "completed result; do NOT delegate again; reuse this result"
     case "failed":
-      return "failed attempt; you may retry with a changed plan"
+      return "failed attempt; may retry with a changed plan"
     case "cancelled":
-      return "cancelled attempt; you may retry with a changed plan"
+      return "cancelled attempt; may retry with a changed plan"
     case "timed_out":
-      return "timed-out attempt; you may retry with a changed plan"
+      return "timed-out attempt; may retry with a changed plan"
     case "polling_timed_out":
-      return "polling timed-out attempt (it never reported back); you may retry with a changed plan"
+      return "polling timed-out attempt; may retry with a changed plan"
   }
 }
 
@@ -325,8 +325,8 @@ export const renderLedger = (entries: ReadonlyArray<DelegationEntry>, max: numbe
   if (entries.length === 0) return ""
   const lines = [
     LEDGER_HEADING,
-    "Newest first. In-progress work is already delegated; completed entries are results to reuse; failed, " +
-    "cancelled or timed-out entries are earlier attempts."
+    "Newest entries are shown first. In-progress entries are already delegated. Completed entries are reusable " +
+    "results. Failed, cancelled, or timed-out entries are prior attempts."
   ]
   const fits = (candidate: string) => [...lines, candidate].join("\n").length <= max
   let omitted = 0

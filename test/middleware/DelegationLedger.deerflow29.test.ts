@@ -336,3 +336,36 @@ describe("test_delegation_ledger: TestRenderDelegationLedger", () => {
     assert.include(out, "omitted from this model view")
   })
 })
+
+// What the model reads of the ledger is DeerFlow's text (`render_delegation_ledger`, `_status_guidance`): the line
+// under the heading and what each entry says to do. Antler's paraphrase ("do NOT delegate it again", "you may retry")
+// was not DeerFlow's.
+describe("test_delegation_ledger: the ledger in DeerFlow's words", () => {
+  it("the explanatory line and each status's guidance are DeerFlow's", () => {
+    const lines = DurableContext.renderLedger([
+      entry("a", "in_progress", "A"),
+      entry("b", "completed", "B"),
+      entry("c", "failed", "C"),
+      entry("d", "cancelled", "D"),
+      entry("e", "timed_out", "E"),
+      entry("f", "polling_timed_out", "F"),
+      { ...entry("g", "completed", "G"), stop_reason: "turn_capped" },
+      { ...entry("h", "failed", "H"), stop_reason: "token_capped" }
+    ]).split("\n")
+    assert.deepStrictEqual(lines, [
+      "## Work already delegated",
+      "Newest entries are shown first. In-progress entries are already delegated. Completed entries are reusable " +
+      "results. Failed, cancelled, or timed-out entries are prior attempts.",
+      "- [failed] H (via general-purpose; hit a guardrail cap with no usable result; retry with a tighter scope or " +
+      "raise the per-agent budget (max_turns / token_budget))",
+      "- [completed] G (via general-purpose; hit a guardrail cap with a partial result; reuse the partial result, " +
+      "retry with a tighter scope, or raise the per-agent budget (max_turns / token_budget))",
+      "- [polling_timed_out] F (via general-purpose; polling timed-out attempt; may retry with a changed plan)",
+      "- [timed_out] E (via general-purpose; timed-out attempt; may retry with a changed plan)",
+      "- [cancelled] D (via general-purpose; cancelled attempt; may retry with a changed plan)",
+      "- [failed] C (via general-purpose; failed attempt; may retry with a changed plan)",
+      "- [completed] B (via general-purpose; completed result; do NOT delegate again; reuse this result)",
+      "- [in_progress] A (via general-purpose; already delegated; do NOT delegate again; wait for or build on the result)"
+    ])
+  })
+})

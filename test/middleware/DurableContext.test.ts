@@ -435,12 +435,11 @@ describe("DurableContext: the delegation ledger", () => {
       entry("x", { status: "failed", stop_reason: "token_capped" })
     ]).split("\n").slice(2)
     assert.deepStrictEqual(lines, [
-      "- [failed] task x (via general-purpose; hit a guardrail cap without a usable result; retry with a narrower " +
-      "scope or a larger budget (max_turns / token_budget))",
-      "- [polling_timed_out] task p (via general-purpose; polling timed-out attempt (it never reported back); you " +
-      "may retry with a changed plan)",
-      "- [cancelled] task c (via general-purpose; cancelled attempt; you may retry with a changed plan)",
-      "- [failed] task f (via general-purpose; failed attempt; you may retry with a changed plan) -> network timeout"
+      "- [failed] task x (via general-purpose; hit a guardrail cap with no usable result; retry with a tighter " +
+      "scope or raise the per-agent budget (max_turns / token_budget))",
+      "- [polling_timed_out] task p (via general-purpose; polling timed-out attempt; may retry with a changed plan)",
+      "- [cancelled] task c (via general-purpose; cancelled attempt; may retry with a changed plan)",
+      "- [failed] task f (via general-purpose; failed attempt; may retry with a changed plan) -> network timeout"
     ])
   })
 
@@ -454,7 +453,7 @@ describe("DurableContext: the delegation ledger", () => {
     assert.strictEqual(lines[0], DurableContext.LEDGER_HEADING)
     assert.match(
       lines[2]!,
-      /^- \[in_progress\] task c \(via general-purpose; already delegated; do NOT delegate it again/
+      /^- \[in_progress\] task c \(via general-purpose; already delegated; do NOT delegate again/
     )
     assert.match(
       lines[3]!,
@@ -462,7 +461,7 @@ describe("DurableContext: the delegation ledger", () => {
     )
     assert.strictEqual(
       lines[4],
-      "- [completed] Read &lt;the&gt; spec (via general-purpose; completed result; do NOT delegate it again; reuse this result) -> It says &amp; more"
+      "- [completed] Read &lt;the&gt; spec (via general-purpose; completed result; do NOT delegate again; reuse this result) -> It says &amp; more"
     )
     const many = Array.from(
       { length: 50 },
@@ -481,7 +480,7 @@ describe("DurableContext: the delegation ledger", () => {
       yield* model.generate(request([M.human("hi")]))
       const data = M.text(dataOf(seen[0]!.messages)!)
       assert.include(data, "## Work already delegated")
-      assert.include(data, "- [timed_out] task a (via general-purpose; timed-out attempt; you may retry with a changed plan)")
+      assert.include(data, "- [timed_out] task a (via general-purpose; timed-out attempt; may retry with a changed plan)")
       assert.notInclude(data, DurableContext.SUMMARY_HEADING)
     }))
 })

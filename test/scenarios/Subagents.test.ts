@@ -360,7 +360,7 @@ describe("delegation through task", () => {
       const data = texts.find((t) => t.startsWith("<durable_context_data>"))!
       assert.include(data, "## Conversation summary so far")
       assert.include(data, "## Work already delegated")
-      assert.include(data, "- [completed] Research the market (via general-purpose; completed result; do NOT delegate it again")
+      assert.include(data, "- [completed] Research the market (via general-purpose; completed result; do NOT delegate again")
       assert.include(data, "-> The market grew 12% last year.")
       const state = yield* loadState(store, "summ")
       assert.deepStrictEqual(state.delegations.map((d) => d.status), ["completed"])
