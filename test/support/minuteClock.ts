@@ -14,6 +14,8 @@ export interface MinuteClock {
   readonly now: () => number
   /** Moves the clock forward to `seconds` before its next minute (never back: a minute on if already past it). */
   readonly nearMinuteEnd: (seconds: number) => void
+  /** Moves the clock forward by `ms` milliseconds (a task due hours from now made due at once). */
+  readonly advance: (ms: number) => void
 }
 
 export const make = (): MinuteClock => {
@@ -35,5 +37,8 @@ export const make = (): MinuteClock => {
     if (target < current) target += 60_000
     offset += target - current
   }
-  return { clock, now, nearMinuteEnd }
+  const advance = (ms: number) => {
+    offset += Math.max(0, ms)
+  }
+  return { clock, now, nearMinuteEnd, advance }
 }

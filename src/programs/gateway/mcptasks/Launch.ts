@@ -37,7 +37,7 @@ export const make = (
   app: AppConfigService["Type"],
   runs: Runs["Type"],
   store: ThreadStore["Type"],
-  roleOf: OwnerRole.Lookup = OwnerRole.ofApp(app)
+  roleOf: OwnerRole.Lookup
 ): Launcher => {
   const outcome = (runId: string): Effect.Effect<RunOutcome> =>
     store.runs({ runId }).pipe(

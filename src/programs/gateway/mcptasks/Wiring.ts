@@ -59,7 +59,7 @@ export const notifierLayer = (
   if (!config.enabled) return undefined
   return Layer.scopedDiscard(Effect.gen(function*() {
     const store = yield* Records
-    const launcher = Launch.make(app, yield* Runs, yield* ThreadStore, OwnerRole.ofApp(app))
+    const launcher = Launch.make(app, yield* Runs, yield* ThreadStore, yield* OwnerRole.ofApp(app))
     const owner = `${Os.hostname()}:${Crypto.randomUUID().replace(/-/g, "")}`
     const pass = Notifier.make(config, store.notifications, launcher, owner)
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(

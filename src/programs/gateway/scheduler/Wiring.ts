@@ -56,7 +56,7 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
   const runs = yield* Runs
   const store = yield* ThreadStore
   const quotas = yield* Quotas
-  const roleOf = OwnerRole.ofApp(app)
+  const roleOf = yield* OwnerRole.ofApp(app)
 
   const outcome: Scheduler.Launcher["outcome"] = (runId) =>
     store.runs({ runId }).pipe(
