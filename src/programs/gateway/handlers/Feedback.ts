@@ -3,7 +3,8 @@
  * of a run's answer (`PUT` replaces it, `DELETE` removes it), ratings given one by one (`POST`, at most
  * `RunFeedback.MAX_MORE` a run; `DELETE .../feedback/{feedback_id}` removes one of either kind), listed oldest
  * first and counted (`.../stats`), and listed by the run's id alone (`GET /api/runs/{run_id}/feedback`). Another
- * user's thread or run is a 404, as a run of another thread.
+ * user's thread or run is a 404, as a run of another thread. The run's record counts against the storage quotas, so a
+ * rating that grows it is admitted as the thread's other writes are (`Access.withinStorage`: 403 past a quota).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
@@ -15,10 +16,14 @@ import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
+import * as InputBounds from "../InputBounds.js"
 import * as RunFeedback from "../RunFeedback.js"
 import * as ThreadIds from "../ThreadIds.js"
 import * as Access from "./Access.js"
 import { json } from "./Http.js"
+
+/** The writer a rating's admission is reserved under (see `Access.withinStorage`). */
+const FEEDBACK_WRITER = "feedback-"
 
 const ratingOf = (rating: number) =>
   rating === 1 || rating === -1
@@ -41,8 +46,14 @@ export const layer = (api: DeerFlowApi) =>
           return { user, thread, record }
         })
 
-      const save = (record: RunRecord, metadata: NonNullable<RunRecord["metadata"]>) =>
-        Effect.mapError(store.saveRun({ ...record, metadata }), storeFailed)
+      /** Keeps the run's record with `metadata`; what it grows the thread by is admitted first (else 403). */
+      const save = (user: string, record: RunRecord, metadata: NonNullable<RunRecord["metadata"]>) => {
+        const write = Effect.mapError(store.saveRun({ ...record, metadata }), storeFailed)
+        const growth = InputBounds.jsonBytes(metadata) - InputBounds.jsonBytes(record.metadata ?? {})
+        return growth > 0
+          ? access.withinStorage(user, record.thread_id, `${FEEDBACK_WRITER}${M.newId()}`, growth, write)
+          : write
+      }
 
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -62,7 +73,7 @@ export const layer = (api: DeerFlowApi) =>
               comment: request.comment ?? null,
               created_at: yield* now
             }
-            yield* save(record, RunFeedback.rated(record.metadata ?? {}, feedback))
+            yield* save(user, record, RunFeedback.rated(record.metadata ?? {}, feedback))
             return json(FeedbackApi.Feedback, feedback)
           }))
         .handleRaw("postFeedback", ({ path }) =>
@@ -86,7 +97,7 @@ export const layer = (api: DeerFlowApi) =>
               comment: request.comment ?? null,
               created_at: yield* now
             }
-            yield* save(record, RunFeedback.added(record, feedback))
+            yield* save(user, record, RunFeedback.added(record, feedback))
             return json(FeedbackApi.Feedback, feedback)
           }))
         .handleRaw("getFeedback", ({ path }) =>
@@ -95,19 +106,19 @@ export const layer = (api: DeerFlowApi) =>
           Effect.map(runOf(path), ({ record }) => json(FeedbackApi.FeedbackStats, RunFeedback.stats(record))))
         .handleRaw("deleteFeedback", ({ path }) =>
           Effect.gen(function*() {
-            const { record } = yield* runOf(path)
+            const { record, user } = yield* runOf(path)
             const feedback = RunFeedback.rating(record)
             const metadata = feedback === undefined ? undefined : RunFeedback.without(record, feedback.feedback_id)
             if (metadata === undefined) return yield* notFound("Feedback on this run")
-            yield* save(record, metadata)
+            yield* save(user, record, metadata)
             return json(FeedbackApi.Success, { success: true })
           }))
         .handleRaw("deleteFeedbackById", ({ path }) =>
           Effect.gen(function*() {
-            const { record } = yield* runOf(path)
+            const { record, user } = yield* runOf(path)
             const metadata = RunFeedback.without(record, path.feedback_id)
             if (metadata === undefined) return yield* notFound(`Feedback ${path.feedback_id}`)
-            yield* save(record, metadata)
+            yield* save(user, record, metadata)
             return json(FeedbackApi.Success, { success: true })
           }))
         .handleRaw("runFeedback", ({ path }) =>
