@@ -127,6 +127,15 @@ describe("suggestions and input polish", () => {
     assert.strictEqual(unknownModel.status, 422)
   })
 
+  // attack round 29: a made-up model name of a megabyte was repeated whole in the 422 (as the runs' were before
+  // round 22's cut, Chars.echoed): now its first 200 characters
+  it("repeats at most 200 characters of a made-up model name", async () => {
+    const name = `made-up-${"x".repeat(1_000_000)}`
+    const refused = await alice("/api/threads/tour/suggestions", { messages, model_name: name })
+    assert.strictEqual(refused.status, 422)
+    assert.match(refused.body.detail, /^model_name: no model named "made-up-x{191}…" is configured\.$/)
+  })
+
   // DeerFlow's test_utils_llm_text: a reasoning block is removed however its tags are written, and a thought the
   // model was cut off in is not read as part of the answer
   it("reads the questions past reasoning blocks, and not a thought left open", async () => {

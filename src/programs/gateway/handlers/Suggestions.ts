@@ -104,7 +104,10 @@ export const layer = (
       const known = (snap: Snapshot, name: string | null | undefined, field: string) =>
         name == null || snap.models.some((m) => m.name === name)
           ? Effect.succeed(name ?? undefined)
-          : Effect.fail(fail("unprocessable", `${field}: no model named ${JSON.stringify(name)} is configured.`))
+          // (a made-up name of a megabyte is repeated as a line, not whole: `Chars.echoed`)
+          : Effect.fail(
+            fail("unprocessable", `${field}: no model named ${JSON.stringify(Chars.echoed(name))} is configured.`)
+          )
 
       return handlers
         .handleRaw("suggestionsConfig", () =>
