@@ -110,7 +110,8 @@ export const makeRun = (
   modelName: string | undefined,
   fallback?: string | undefined
 ): Made => {
-  const journal = RunJournal.make(stamp)
+  // (the run's redactor: the gateway's secrets and the run's, masked before the journal cuts a text)
+  const journal = RunJournal.make(stamp, deps.redact)
   const projector = Projection.makeProjector({
     runId,
     threadId: request.publicThreadId ?? request.threadId,

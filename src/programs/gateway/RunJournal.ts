@@ -21,6 +21,8 @@ import { headChars } from "../../state/Chars.js"
 import { pythonDumpsUnsorted } from "../../state/Json.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import type { Redactor } from "../../state/Redact.js"
+import * as Redact from "../../state/Redact.js"
 import * as Delivery from "./Delivery.js"
 import type * as WorkspaceChanges from "./WorkspaceChanges.js"
 
@@ -58,11 +60,20 @@ const TERMINAL: Readonly<Record<string, string | undefined>> = {
 export const endsSubagent = (events: ReadonlyArray<RunEvent>): boolean =>
   events.some((e) => e.type === "custom" && TERMINAL[e.name] !== undefined)
 
+/** A text cut to at most `max` characters, and whether it was. */
+type Cut = (text: string, max: number) => [string, boolean]
+
 // (in characters as DeerFlow's Python counts them, code points: a cut never leaves half an emoji)
-const cut = (text: string, max: number): [string, boolean] => {
+const cut: Cut = (text, max) => {
   const head = headChars(text, max)
   return [head, head !== text]
 }
+
+/**
+ * `cut` of a text masked with `hide` first (the process's secrets and the run's): a cut inside a secret would keep its
+ * beginning, which the masks of whole values after it (the events' as they are kept and served) do not find.
+ */
+const maskedCut = (hide: Redactor): Cut => (text, max) => text.length <= max ? [text, false] : cut(hide.text(text), max)
 
 /**
  * A question as the user wrote it (DeerFlow's `restore_original_human_message`): a middleware put context before
@@ -84,7 +95,7 @@ export const original = (message: Message): Message => {
 }
 
 /** A message as its event keeps it: its content cut to `MAX_CONTENT_CHARS` of text when longer. */
-const bounded = (given: Message): unknown => {
+const bounded = (given: Message, cut: Cut): unknown => {
   const message = original(given)
   const text = M.text(message)
   if (JSON.stringify(message.content).length <= MAX_CONTENT_CHARS) return message
@@ -96,7 +107,7 @@ const record = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined
 
 /** DeerFlow's compact step of a subagent's message (`build_subagent_step`). */
-const step = (taskId: string, index: number, message: Record<string, unknown>) => {
+const step = (taskId: string, index: number, message: Record<string, unknown>, cut: Cut) => {
   const kind = message.type === "tool" ? "tool" : "ai"
   const content = message.content
   const raw = typeof content === "string"
@@ -127,7 +138,8 @@ const step = (taskId: string, index: number, message: Record<string, unknown>) =
 /** The DeerFlow event of a subagent's `task_*` event; none for anything else. */
 const subagentEvent = (
   name: string,
-  data: unknown
+  data: unknown,
+  cut: Cut
 ): Omit<StoredRunEvent, "seq" | "created_at"> | undefined => {
   const fields = record(data)
   const taskId = fields?.task_id
@@ -148,7 +160,7 @@ const subagentEvent = (
     return {
       event_type: "subagent.step",
       category: "subagent",
-      content: step(taskId, index, message),
+      content: step(taskId, index, message, cut),
       metadata: { task_id: taskId, message_index: index }
     }
   }
@@ -292,8 +304,12 @@ const deliveryContent = (produced: ReadonlyArray<readonly [string, string | unde
   return { presented: paths.length, paths, by_tool: byTool }
 }
 
-/** A fresh journal; `now` is the time each event is stamped with (ISO 8601). */
-export const make = (now: () => string): RunJournal => {
+/**
+ * A fresh journal; `now` is the time each event is stamped with (ISO 8601). `hide` (the process's secrets and the
+ * run's) masks a text before the journal cuts it.
+ */
+export const make = (now: () => string, hide: Redactor = Redact.none): RunJournal => {
+  const cut = maskedCut(hide)
   // (an event dropped when its message is written again as one the journal does not record: `undefined`)
   const events: Array<StoredRunEvent | undefined> = []
   const byMessage = new Map<string, number>()
@@ -347,7 +363,7 @@ export const make = (now: () => string): RunJournal => {
       }
       return
     }
-    const content = bounded(written)
+    const content = bounded(written, cut)
     if (at !== undefined) {
       const before = events[at]!
       const size = JSON.stringify(content).length - JSON.stringify(before.content).length
@@ -386,7 +402,7 @@ export const make = (now: () => string): RunJournal => {
                 metadata: {} }) >= 0) memory = true
               break
             }
-            const mapped = subagentEvent(event.name, event.data) ?? middlewareEvent(event.name, event.data)
+            const mapped = subagentEvent(event.name, event.data, cut) ?? middlewareEvent(event.name, event.data)
             if (mapped !== undefined) add(mapped)
             break
           }
