@@ -9,10 +9,12 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { emitCustom } from "../services/RunEvents.js"
 import * as Guardrail from "../services/Guardrail.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext } from "../services/RunContext.js"
 import type { ToolResult } from "../services/ToolService.js"
 import type { ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { Redactor } from "../state/Redact.js"
 import * as Middleware from "./Middleware.js"
 import { failureResult } from "./ToolErrorHandling.js"
 import * as Chain from "./Chain.js"
@@ -104,13 +106,16 @@ export const deniedText = (toolName: string, decision: Guardrail.GuardrailDecisi
     `Choose an alternative approach.`
 }
 
-/** The error result for a denied call. */
-export const deniedResult = (call: ToolCall, decision: Guardrail.GuardrailDecision): ToolResult => ({
-  message: M.tool(deniedText(call.name || "unknown_tool", decision), call.id || "missing_tool_call_id", {
-    name: call.name || "unknown_tool",
-    status: "error"
-  })
-})
+/** The error result for a denied call (the provider's reason masked with `hide`, when given). */
+export const deniedResult = (call: ToolCall, decision: Guardrail.GuardrailDecision, hide?: Redactor): ToolResult => {
+  const text = deniedText(call.name || "unknown_tool", decision)
+  return {
+    message: M.tool(hide === undefined ? text : hide.text(text), call.id || "missing_tool_call_id", {
+      name: call.name || "unknown_tool",
+      status: "error"
+    })
+  }
+}
 
 /**
  * The decision used when the provider fails: a denial under `fail_closed`, else an allow; its reason is DeerFlow's
@@ -124,9 +129,10 @@ export const onProviderError = (failClosed: boolean): Guardrail.GuardrailDecisio
   }]
 })
 
-const providerFailed = (failClosed: boolean, error: Guardrail.GuardrailError) =>
+// (a provider's words masked for the process's secrets and the run's before they are cut: `hide`)
+const providerFailed = (failClosed: boolean, error: Guardrail.GuardrailError, hide: Redactor) =>
   Effect.as(
-    Effect.logWarning(`guardrail: the provider failed: ${error.message.slice(0, 2000)}`).pipe(
+    Effect.logWarning(`guardrail: the provider failed: ${hide.text(error.message).slice(0, 2000)}`).pipe(
       Effect.annotateLogs({ provider: error.provider })
     ),
     [onProviderError(failClosed), true] as const
@@ -137,7 +143,8 @@ const audit = (
   request: Guardrail.GuardrailRequest,
   decision: Guardrail.GuardrailDecision,
   failClosed: boolean,
-  providerError: boolean
+  providerError: boolean,
+  hide: Redactor
 ) => {
   const action = decision.allow ? "allow_tool_call_after_provider_error" : "deny_tool_call"
   const record = {
@@ -153,7 +160,7 @@ const audit = (
     allow: decision.allow,
     policy_id: decision.policy_id ?? null,
     reason_codes: decision.reasons.flatMap((r) => (r.code ? [r.code] : [])),
-    reason_messages: decision.reasons.flatMap((r) => (r.message ? [r.message.slice(0, 500)] : [])),
+    reason_messages: decision.reasons.flatMap((r) => (r.message ? [hide.text(r.message).slice(0, 500)] : [])),
     fail_closed: failClosed,
     provider_error: providerError
   }
@@ -166,7 +173,10 @@ const audit = (
 }
 
 const wrappers = (provider: Guardrail.Service, options: Options) =>
-  Effect.map(RunContext, (context): Middleware.Wrappers => {
+  Effect.gen(function*(): Effect.fn.Return<Middleware.Wrappers, never, RunContext> {
+    const context = yield* RunContext
+    // (what a provider's words are masked with before they are cut: the process's secrets and the run's)
+    const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
     const failClosed = options.failClosed ?? true
     const passport = options.passport ?? null
     const exempt = new Set(options.exempt ?? [])
@@ -185,20 +195,21 @@ const wrappers = (provider: Guardrail.Service, options: Options) =>
           const request = buildRequest(call, run, context.options.extra, passport, new Date(now).toISOString())
           return provider.evaluate(request).pipe(
             Effect.map((decision) => [decision, false] as const),
-            Effect.catchTag("GuardrailError", (error) => providerFailed(failClosed, error)),
+            Effect.catchTag("GuardrailError", (error) => providerFailed(failClosed, error, hide)),
             // A provider that dies is a failing provider, not a reason to crash the run.
             Effect.catchAllDefect((defect) =>
               providerFailed(
                 failClosed,
-                new Guardrail.GuardrailError({ provider: provider.name, message: String(defect) })
+                new Guardrail.GuardrailError({ provider: provider.name, message: String(defect) }),
+                hide
               )
             ),
             Effect.flatMap(([decision, providerError]) => {
               if (decision.allow && !providerError) return next(call)
-              const audited = audit(provider.name, request, decision, failClosed, providerError)
+              const audited = audit(provider.name, request, decision, failClosed, providerError, hide)
               return decision.allow
                 ? Effect.zipRight(audited, next(call))
-                : Effect.as(audited, deniedResult(call, decision))
+                : Effect.as(audited, deniedResult(call, decision, hide))
             })
           )
         })
