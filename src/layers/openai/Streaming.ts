@@ -3,8 +3,9 @@
  * accumulator (text and reasoning deltas emitted as `token` events unless the call is internal), a
  * non-stream 200 handed to NonStreamBody, and a watchdog on the Clock that emits `llm_waiting` while the
  * call is silent and ends it after `timeoutMs` (a first-byte or an idle-stream timeout). Every failure,
- * a bug included, comes back as a `ModelError` cut to size, without control characters, the adapter's secrets
- * or the run's request secrets (a cut inside one hides its beginning too: `Redact.Redactor.last`). Each call is
+ * a bug included, comes back as a `ModelError` cut to size, without control characters, the adapter's secrets, the
+ * process's (`ProcessSecrets`: another model's key, a tool's) or the run's request secrets (a cut inside one hides its
+ * beginning too: `Redact.Redactor.last`). Each call is
  * one `OpenAiModel.generate` span, whose context its request carries (`traceparent`) when the app traces.
  */
 import * as Effect from "effect/Effect"
@@ -13,6 +14,7 @@ import * as Fiber from "effect/Fiber"
 import type * as ParseResult from "effect/ParseResult"
 import type { ModelRequest, ModelService } from "../../services/ModelService.js"
 import { ModelError } from "../../services/ModelService.js"
+import * as ProcessSecrets from "../../services/ProcessSecrets.js"
 import { RunContext } from "../../services/RunContext.js"
 import { RunEvents } from "../../services/RunEvents.js"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
@@ -102,10 +104,15 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
       const clock = yield* Effect.clock
       const messageId = `run-${crypto.randomUUID()}`
       const acc = accumulator(messageId, model)
-      // (what hides the server's words in an error: built only when one is made)
+      // (what hides the server's words in an error, the process's secrets with the adapter's: made only when needed)
       const secrets = (yield* RunContext).options.secrets
+      const process = yield* ProcessSecrets.current
       let hidden: Redact.Redactor | undefined
-      const hide = () => hidden ??= SkillSecrets.runRedactor(redactor, secrets)
+      const hide = () =>
+        hidden ??= SkillSecrets.runRedactor(
+          process === undefined ? redactor : Redact.also(process, redactor.secrets),
+          secrets
+        )
       const silent = request.internal !== undefined
       // (the request once sent is the SDK's: not kept while its answer streams, which may take minutes; a long
       // thread's request holds a copy of every tool call's arguments as JSON)
