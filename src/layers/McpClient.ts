@@ -27,6 +27,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import type { McpServerConfig } from "../services/Extensions.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import * as SkillSecrets from "../services/SkillSecrets.js"
 import { serverProblem, transportOf } from "../services/Extensions.js"
 import type { McpCatalog, McpTool, ServerStatus, Service, SessionScope } from "../services/Mcp.js"
@@ -87,10 +88,12 @@ interface Connection {
 /**
  * An error's text as a failure says it: cut at 500 characters. With `c`, a beginning of its entry's secrets or of the
  * request secrets its session was made for left at the cut is hidden too: a server may say one back in its error,
- * and the masks after this (the run's, the store's) find whole values only.
+ * and the masks after this (the run's, the store's) find whole values only. `hide` (a call's: the process's secrets
+ * and the run's, `ProcessSecrets.ofRun`) masks the text before its cut.
  */
-const errorText = (error: unknown, c?: Connection): string => {
-  const text = clean(error instanceof Error ? error.message : String(error), 500)
+const errorText = (error: unknown, c?: Connection, hide?: Redact.Redactor): string => {
+  const raw = error instanceof Error ? error.message : String(error)
+  const text = clean(hide === undefined ? raw : hide.text(raw), 500)
   if (c === undefined || !text.endsWith("…")) return text
   const hides = c.hides ?? []
   const secrets = [...(Either.isRight(c.resolved) ? entrySecrets(c.resolved.right) : []), ...hides]
@@ -490,6 +493,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         const message = `no MCP server is named '${server}'`
         return yield* Effect.fail(new McpError({ server, reason: "config", message, firstInOutage: true }))
       }
+      // (what a failed call's error is masked with before its cut: the process's secrets, the run's)
+      const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
       const callOn = (c: Connection) => Effect.gen(function*() {
         const client = yield* connect(c)
         // (DeerFlow's pre-call snapshot: the files the call writes are told apart by it)
@@ -517,7 +522,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
                   "(it will be started again on the next call)"
               )
             }
-            return fail(c, "protocol", `MCP server '${c.name}' failed the call: ${errorText(error, c)}`)
+            return fail(c, "protocol", `MCP server '${c.name}' failed the call: ${errorText(error, c, hide)}`)
           }
         })
         c.healthy = true

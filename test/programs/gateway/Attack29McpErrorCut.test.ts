@@ -1,0 +1,82 @@
+/**
+ * Attack round 29 on an MCP server's failed call and one of the process's own secrets (another server's configured env
+ * value, which the gateway hides everywhere it prints, streams or stores): McpClient cuts the error at 500 characters
+ * and hid at the cut only the failing server's own secrets and the run's; the masks after it find whole values only. A
+ * server saying back a credential it shares with another (an upstream's key) where the cut fell had the key's
+ * beginning read by the model, kept in the thread and streamed.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as Servers from "../../support/mcpServers.js"
+import * as Requests from "../../support/requests.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
+const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
+const KEY = "VAULTKEY-a29-0123456789abcdefghijklmnop"
+const SLOW = 120_000
+
+/** A stdio MCP server whose `report` fails saying `key` 487 characters into its error (the cut is at 500). */
+const failing = (key: string) => `
+  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
+  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
+  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
+  const server = new Server({ name: "erp", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [{ name: "report", description: "Fetches the report", inputSchema: { type: "object" } }]
+  }))
+  server.setRequestHandler(CallToolRequestSchema, async () => {
+    throw new Error("refused: " + "x".repeat(460) + ${JSON.stringify(key)} + " is not valid here")
+  })
+  await server.connect(new StdioServerTransport())
+`
+
+/** What the model was sent as the tool's result. */
+const seenByModel: Array<string> = []
+const script = (body: ChatRequestBody): Turn => {
+  const last = body.messages.at(-1)
+  if (last?.role === "tool") {
+    seenByModel.push(JSON.stringify(last.content))
+    return "The server failed."
+  }
+  return { toolCalls: [{ name: "erp_report", arguments: {} }] }
+}
+
+let gateway: TestGateway
+const alice = Requests.as(() => gateway, Support.ALICE)
+
+beforeAll(async () => {
+  const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", failing(KEY)] }
+  // (the vault server does not start: its env value is one of the process's secrets all the same)
+  const vault = { type: "stdio", command: process.execPath, args: ["-e", "process.exit(1)"] }
+  gateway = await Support.startOverMcp("antler-attack29-mcp-", {
+    erp: Servers.server(erp),
+    vault: { ...Servers.server(vault), env: { VAULT_KEY: KEY } }
+  }, { script })
+}, SLOW)
+afterAll(() => gateway?.stop())
+
+describe("Attack29: an MCP server's error cut inside one of the process's own secrets", () => {
+  it("none of the key is read by the model, streamed or kept", async () => {
+    const thread = "a29-mcp-cut"
+    assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)
+    const stream = await alice("POST", `/threads/${thread}/runs/stream`, {
+      assistant_id: "lead_agent",
+      input: Support.userInput("get the report"),
+      stream_mode: ["values", "messages-tuple"]
+    })
+    assert.strictEqual(stream.status, 200, stream.text)
+    const start = KEY.slice(0, 8)
+    assert.lengthOf(seenByModel, 1)
+    assert.include(seenByModel[0], "refused: xxx", "the model read the server's error")
+    assert.include(seenByModel[0], "x[redacted]", "masked, then cut")
+    assert.notInclude(seenByModel[0], start, "the model's request")
+    assert.notInclude(stream.text, start, "the stream")
+    const state = await alice("GET", `/threads/${thread}/state`)
+    assert.include(state.text, "refused: xxx")
+    assert.notInclude(state.text, start, "the thread")
+  }, SLOW)
+})
