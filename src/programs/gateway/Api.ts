@@ -113,7 +113,7 @@ const handlersLayer = (options: Options) => {
     CustomSkills.layer(SERVED.deerflow, { open }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),
-    Suggestions.layer(SERVED.deerflow, options.model, options.models, userCalls, options.authorization),
+    Suggestions.layer(SERVED.deerflow, options.model, options.models, userCalls, options.authorization, options.redact),
     FileEdits.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(

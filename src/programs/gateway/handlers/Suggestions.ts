@@ -3,7 +3,8 @@
  * questions from the last messages the app sends (for a thread of the user's; its prompt asks for a JSON array of
  * short questions in the user's language; whatever the model answers is read as such an array or as none, and a
  * failed call is none), and a draft rewritten as a clearer instruction (a failed or empty answer is a 503). Both
- * are one internal model call (`OneShot.ts`): no run, nothing written to a thread, nothing streamed.
+ * are one internal model call (`OneShot.ts`): no run, nothing written to a thread, nothing streamed. The answer is
+ * masked for the gateway's secrets before it is read and cut (a cut inside a key would keep its beginning).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
@@ -14,6 +15,7 @@ import type { ModelService } from "../../../services/ModelService.js"
 import * as Chars from "../../../state/Chars.js"
 import * as LlmText from "../../../state/LlmText.js"
 import * as Markup from "../../../state/Markup.js"
+import * as Redact from "../../../state/Redact.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, problem } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
@@ -95,7 +97,8 @@ export const layer = (
   model: ModelService["Type"],
   models: ReadonlyArray<ModelConfig>,
   userCalls: (userId: string) => Admission.Places = Admission.userCalls(undefined),
-  authz?: Authz.Authorization
+  authz?: Authz.Authorization,
+  redact: Redact.Redactor = Redact.none
 ) =>
   HttpApiBuilder.group(api, "suggestions", (handlers) =>
     Effect.gen(function*() {
@@ -144,7 +147,7 @@ export const layer = (
               )
               return none
             }
-            return json(SuggestionsApi.Suggestions, { suggestions: parseQuestions(answer.right, n) })
+            return json(SuggestionsApi.Suggestions, { suggestions: parseQuestions(redact.text(answer.right), n) })
           }))
         .handleRaw("polishInput", () =>
           Effect.gen(function*() {
@@ -182,7 +185,8 @@ export const layer = (
             if (answer._tag === "Left") yield* Effect.logWarning(`Input not polished: ${answer.left.message}`)
             const rewritten = answer._tag === "Right"
               // (a draft may mention `<think>`: a tag left open is kept)
-              ? LlmText.withoutCodeFence(LlmText.withoutThinkBlocks(answer.right, false)).slice(0, MAX_REWRITE_CHARS)
+              ? LlmText.withoutCodeFence(LlmText.withoutThinkBlocks(redact.text(answer.right), false))
+                .slice(0, MAX_REWRITE_CHARS)
               : ""
             if (rewritten === "") return problem(503, "Failed to polish input")
             return json(SuggestionsApi.InputPolished, { rewritten_text: rewritten, changed: rewritten !== text })
