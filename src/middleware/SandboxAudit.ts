@@ -31,11 +31,13 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { ToolResult } from "../services/ToolService.js"
 import type { ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { Redactor } from "../state/Redact.js"
 import type { Lexed, Part, Word } from "../state/ShellLexer.js"
 export type { Lexed, Part, Word } from "../state/ShellLexer.js"
 import * as ShellLexer from "../state/ShellLexer.js"
@@ -528,14 +530,20 @@ export const classify = (command: string): Finding => {
 export const blockedText = (reason: string): string =>
   `Command blocked: ${reason}. The command was not run; reach the goal with a safer command.`
 
-/** The note appended to the result of a medium-risk command. */
-export const warningText = (command: string, reason: string): string =>
-  `⚠️ Warning: \`${truncate(command, AUDIT_COMMAND_LIMIT)}\` ran, but it is a medium-risk command (${reason}) ` +
-  `that can change the runtime environment.`
+/** The note appended to the result of a medium-risk command (`hide`: as `truncate`). */
+export const warningText = (command: string, reason: string, hide?: Redactor): string =>
+  `⚠️ Warning: \`${truncate(command, AUDIT_COMMAND_LIMIT, hide)}\` ran, but it is a medium-risk command ` +
+  `(${reason}) that can change the runtime environment.`
 
-/** A command cut for an audit record: at most 200 characters, with its full length when cut. */
-export const truncate = (command: string, limit: number = AUDIT_COMMAND_LIMIT): string =>
-  command.length > limit ? `${headChars(command, limit)}... (${command.length} chars)` : command
+/**
+ * A command cut for an audit record: at most 200 characters, with its full length when cut. A cut command is masked
+ * with `hide` first (the process's secrets and the run's): a cut inside a key would keep its beginning.
+ */
+export const truncate = (command: string, limit: number = AUDIT_COMMAND_LIMIT, hide?: Redactor): string => {
+  if (command.length <= limit) return command
+  const shown = hide === undefined ? command : hide.text(command)
+  return shown.length > limit ? `${headChars(shown, limit)}... (${command.length} chars)` : shown
+}
 
 /** The error result of a blocked call. */
 export const blockedResult = (call: ToolCall, reason: string): ToolResult => ({
@@ -551,12 +559,18 @@ export interface Options {
 export const layer = (options: Options = {}) =>
   Middleware.make(Effect.map(RunContext, (context): Middleware.Wrappers => {
     const names = new Set(options.toolNames ?? ["bash"])
-    const audit = (command: string, finding: Finding) =>
+    // (what a long command is masked with before its cut, made when one comes: the process's secrets, the run's)
+    let hidden: Redactor | undefined
+    const hideOf = (command: string): Effect.Effect<Redactor | undefined> =>
+      command.length <= AUDIT_COMMAND_LIMIT || hidden !== undefined
+        ? Effect.succeed(hidden)
+        : Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) => (hidden = hide))
+    const audit = (command: string, finding: Finding, hide: Redactor | undefined) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const record = {
           timestamp: new Date(now).toISOString(),
           thread_id: context.threadId,
-          command: truncate(command),
+          command: truncate(command, AUDIT_COMMAND_LIMIT, hide),
           verdict: finding.verdict,
           ...(finding.reason !== undefined ? { reason: finding.reason } : {})
         }
@@ -572,19 +586,21 @@ export const layer = (options: Options = {}) =>
         const raw = call.args.command
         const command = typeof raw === "string" ? raw : ""
         const finding = classify(command)
-        if (finding.verdict === "block") {
-          const reason = finding.reason ?? "security violation detected"
-          return Effect.as(audit(command, finding), blockedResult(call, reason))
-        }
-        if (finding.verdict === "pass") return Effect.zipRight(audit(command, finding), next(call))
-        const warning = warningText(command, finding.reason ?? "medium risk")
-        return Effect.zipRight(
-          audit(command, finding),
-          Effect.map(next(call), (result) => ({
-            ...result,
-            message: { ...result.message, content: M.appendText(result.message.content, warning) }
-          }))
-        )
+        return Effect.flatMap(hideOf(command), (hide) => {
+          if (finding.verdict === "block") {
+            const reason = finding.reason ?? "security violation detected"
+            return Effect.as(audit(command, finding, hide), blockedResult(call, reason))
+          }
+          if (finding.verdict === "pass") return Effect.zipRight(audit(command, finding, hide), next(call))
+          const warning = warningText(command, finding.reason ?? "medium risk", hide)
+          return Effect.zipRight(
+            audit(command, finding, hide),
+            Effect.map(next(call), (result) => ({
+              ...result,
+              message: { ...result.message, content: M.appendText(result.message.content, warning) }
+            }))
+          )
+        })
       }
     }
   }))

@@ -18,12 +18,14 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { ModelResponse } from "../services/ModelService.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { RunEvents } from "../services/RunEvents.js"
 import type * as SubagentRunner from "../services/SubagentRunner.js"
 import * as Tool from "../services/Tool.js"
 import type { AIMessage, JsonObject, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { Redactor } from "../state/Redact.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
 import * as DurableContext from "./DurableContext.js"
 import * as HardStop from "./HardStop.js"
@@ -105,26 +107,33 @@ export const keepTaskCalls = (
   return { message: { ...message, tool_calls: kept, ...rest }, dropped }
 }
 
-const describe = (call: ToolCall): string => {
+// (a prompt is masked with `hide` before its cut: a cut inside a key would keep its beginning)
+const describe = (call: ToolCall, hide: Redactor | undefined): string => {
   const text = (v: unknown) => (typeof v === "string" ? v.replace(/\s+/g, " ").trim() : "")
-  const description = text(call.args.description) || text(call.args.prompt).slice(0, 80) || "(no description)"
+  const prompt = text(call.args.prompt)
+  const shown = prompt.length <= 80 || hide === undefined ? prompt : hide.text(prompt)
+  const description = text(call.args.description) || shown.slice(0, 80) || "(no description)"
   const type = text(call.args.subagent_type)
   return type === "" ? `"${description}"` : `"${description}" (${type})`
 }
 
-/** What the model is told about calls that did not run (prose for the model). */
+/**
+ * What the model is told about calls that did not run (prose for the model); `hide` (the process's secrets and the
+ * run's) masks a prompt before it is cut to describe a call.
+ */
 export const cutWarning = (
   dropped: ReadonlyArray<ToolCall>,
   kept: number,
-  limits: { readonly maxConcurrent: number; readonly maxTotal: number; readonly used: number }
+  limits: { readonly maxConcurrent: number; readonly maxTotal: number; readonly used: number },
+  hide?: Redactor
 ): string => {
   const why = kept < clampConcurrent(limits.maxConcurrent)
     ? `this run may start at most ${clampTotal(limits.maxTotal)} subagents in all and ${limits.used} already ran`
     : `at most ${clampConcurrent(limits.maxConcurrent)} task calls run per response`
   const requested = kept + dropped.length
   return `Only ${kept} of the ${requested} task calls in your last response ran, because ${why}. ` +
-    `Not run: ${dropped.map(describe).join("; ")}. If still needed, delegate them in a later response once the ` +
-    `running ones have returned, or do that work yourself.`
+    `Not run: ${dropped.map((call) => describe(call, hide)).join("; ")}. If still needed, delegate them in a later ` +
+    `response once the running ones have returned, or do that work yourself.`
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -209,6 +218,43 @@ export const layer = (options: Options): Middleware =>
       const maxConcurrent = options.maxConcurrent ?? 3
       const maxTotal = options.maxTotal ?? 6
       const queue = HardStop.warningQueue(LIMIT_EVENT)
+      // (what a dropped call's prompt is masked with before its cut: the process's secrets and the run's)
+      const hideOf = ProcessSecrets.ofRun(yield* ProcessSecrets.current)
+
+      // (the task calls over the limits dropped, the model told which)
+      const cut = (
+        response: ModelResponse,
+        counts: { readonly requested: number; readonly used: number; readonly allowed: number },
+        remaining: number,
+        hide: Redactor
+      ): Effect.Effect<ModelResponse> => {
+        const { allowed, requested, used } = counts
+        const { dropped, message } = keepTaskCalls(response.message, allowed)
+        const warning = cutWarning(dropped, allowed, { maxConcurrent, maxTotal, used }, hide)
+        const report = events.emit({
+          type: "custom",
+          name: LIMIT_EVENT,
+          data: {
+            message: warning,
+            requested,
+            allowed,
+            dropped: dropped.map((c) => ({
+              id: c.id,
+              description: c.args.description,
+              subagent_type: c.args.subagent_type
+            }))
+          }
+        })
+        if (remaining === 0) {
+          const capped = { ...message, content: M.appendText(message.content, LIMIT_REACHED_NOTICE) }
+          return Effect.as(
+            Effect.zipRight(report, context.setStopReason("subagent_limit_capped")),
+            HardStop.replaceMessage(response, capped)
+          )
+        }
+        queue.push(warning)
+        return Effect.as(report, HardStop.replaceMessage(response, message))
+      }
 
       const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> => {
         const requested = (response.message.tool_calls ?? []).filter(isTask).length
@@ -217,31 +263,7 @@ export const layer = (options: Options): Middleware =>
           const used = usedByRun(current.delegations, context.runId)
           const { allowed, remaining } = allowedCalls(maxConcurrent, maxTotal, used)
           if (requested <= allowed) return Effect.succeed(response)
-          const { dropped, message } = keepTaskCalls(response.message, allowed)
-          const warning = cutWarning(dropped, allowed, { maxConcurrent, maxTotal, used })
-          const report = events.emit({
-            type: "custom",
-            name: LIMIT_EVENT,
-            data: {
-              message: warning,
-              requested,
-              allowed,
-              dropped: dropped.map((c) => ({
-                id: c.id,
-                description: c.args.description,
-                subagent_type: c.args.subagent_type
-              }))
-            }
-          })
-          if (remaining === 0) {
-            const capped = { ...message, content: M.appendText(message.content, LIMIT_REACHED_NOTICE) }
-            return Effect.as(
-              Effect.zipRight(report, context.setStopReason("subagent_limit_capped")),
-              HardStop.replaceMessage(response, capped)
-            )
-          }
-          queue.push(warning)
-          return Effect.as(report, HardStop.replaceMessage(response, message))
+          return Effect.flatMap(hideOf, (hide) => cut(response, { requested, used, allowed }, remaining, hide))
         })
       }
 
