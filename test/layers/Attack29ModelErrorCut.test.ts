@@ -2,7 +2,9 @@
  * Attack round 29 on the model adapter's error cut (2,000 characters) and one of the process's own secrets (another
  * configured model's key, a tool's: `ProcessSecrets`): the adapter hid only its own key and the run's request secrets
  * in what a failing server said, before and at the cut. A server (a proxy quoting what it was sent or configured
- * with) saying another key where the cut fell had the key's beginning in the run's error, streamed and kept.
+ * with) saying another key where the cut fell had the key's beginning in the run's error, streamed and kept. So
+ * were a tool call's invalid arguments: `JSON.parse`'s error quotes a few characters where it stopped (a key's first
+ * ten), and arguments refused as too long were kept cut at 2,000, in the message the model reads back and the thread.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
@@ -20,15 +22,19 @@ import { inRun } from "../support/fixtures.js"
 const KEY = "sk-other-a29-model-0123456789abcd"
 const START = KEY.slice(0, 8)
 
-/** The error message of a call the server refuses with `message`, in a run of a process holding `KEY`. */
+/** What a call answers, in a run of a process holding `KEY`. */
+const call = (model: ModelService["Type"]) =>
+  Effect.either(
+    model.generate({ systemPrompt: undefined, messages: [M.human("hi")], tools: [], settings: {} }).pipe(
+      Effect.provide(Context.add(inRun().context, RunEvents, { emit: () => Effect.void })),
+      Effect.provideService(ProcessSecrets, Redact.make([KEY]))
+    )
+  )
+
+/** The error message of a call the server refuses. */
 const refusal = (model: ModelService["Type"]) =>
   Effect.gen(function*() {
-    const answer = yield* Effect.either(
-      model.generate({ systemPrompt: undefined, messages: [M.human("hi")], tools: [], settings: {} }).pipe(
-        Effect.provide(Context.add(inRun().context, RunEvents, { emit: () => Effect.void })),
-        Effect.provideService(ProcessSecrets, Redact.make([KEY]))
-      )
-    )
+    const answer = yield* call(model)
     if (Either.isRight(answer)) return assert.fail("expected a ModelError")
     return answer.left.message
   })
@@ -60,5 +66,26 @@ describe("Attack29: the model adapter's error cut inside one of the process's ow
       const model = yield* OpenAiModel.make({ baseURL: server.url, apiKey: "sk-own-key-000000000", model: "m" })
       const message = yield* refusal(model)
       assert.include(message, "the key [redacted] is not valid")
+    }))
+
+  it.scopedLive("a tool call's invalid arguments: the parser's error and a refused call's kept arguments", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start([{
+        toolCalls: [
+          // (JSON.parse stops at the key and quotes its first characters)
+          { name: "lookup", arguments: `{"token": ${KEY}}` },
+          // (over the bound: its first 2,000 characters are kept, the key 1,990 in)
+          { name: "dump", arguments: `{"a": "${"x".repeat(1983)}${KEY}${"y".repeat(1_000_000)}"}` }
+        ]
+      }], { chunkSize: 100_000 })
+      const model = yield* OpenAiModel.make({ baseURL: server.url, apiKey: "sk-own-key-000000000", model: "m" })
+      const answer = yield* call(model)
+      if (Either.isLeft(answer)) return assert.fail(answer.left.message)
+      const [parsed, refused] = answer.right.message.invalid_tool_calls ?? []
+      assert.include(parsed?.error, "not valid JSON", "the parser's error")
+      assert.notInclude(parsed?.error, START, "the parser's error")
+      assert.include(refused?.error, "longer than", "refused as too long")
+      assert.include(refused?.args, "x[redacted]", "masked, then cut")
+      assert.notInclude(refused?.args, START, "the kept arguments")
     }))
 })

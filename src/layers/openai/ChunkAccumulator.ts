@@ -12,6 +12,7 @@ import * as TextBuilder from "../../internal/TextBuilder.js"
 import { ModelError } from "../../services/ModelService.js"
 import type { AIMessage, InvalidToolCall, JsonObject, ToolCall, UsageMetadata } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import type { Redactor } from "../../state/Redact.js"
 import { MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, parseArguments, valueDepth } from "./ToolArguments.js"
 import { isRecord } from "../../state/Json.js"
 
@@ -232,8 +233,12 @@ export const issuesText = (
   return lines.join("; ")
 }
 
-/** A fresh accumulator for the message `messageId`; `model` is reported when the server names none. */
-export const accumulator = (messageId: string, model: string): Accumulator => {
+/**
+ * A fresh accumulator for the message `messageId`; `model` is reported when the server names none. `hide` (the
+ * adapter's, the process's and the run's secrets) masks a call's arguments before they are cut (refused as too long)
+ * or quoted by the parser's error (`JSON.parse` quotes a few characters where it stopped: a key's beginning).
+ */
+export const accumulator = (messageId: string, model: string, hide?: () => Redactor): Accumulator => {
   let completionId: string | undefined
   let modelName: string | undefined
   let fingerprint: string | undefined
@@ -325,7 +330,8 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
         } else piece = JSON.stringify(fn.arguments)
         if (call.args.length() + piece.length > MAX_ARGUMENT_CHARS) {
           call.refused = `The arguments are longer than ${MAX_ARGUMENT_CHARS} characters.`
-          const kept = call.args.text().slice(0, 2000)
+          const all = call.args.text()
+          const kept = (hide === undefined ? all : hide().text(all)).slice(0, 2000)
           call.args = TextBuilder.make()
           call.args.append(kept)
           continue
@@ -359,6 +365,12 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     const toolCalls: Array<ToolCall> = []
     const signatures: Array<string | undefined> = []
     const invalid: Array<InvalidToolCall> = []
+    // (the parser's error of the arguments masked: what it quotes of them is cut where it stopped)
+    const parseError = (args: string, error: string): string => {
+      if (hide === undefined || !hide().test(args)) return error
+      const masked = parseArguments(hide().text(args))
+      return "error" in masked ? masked.error : "The arguments are not valid JSON."
+    }
     const indexed = calls.length > 1 && calls.every((call) => call.index >= 0)
     const sorted = indexed ? [...calls].sort((a, b) => a.index - b.index) : calls
     for (const call of sorted) {
@@ -377,7 +389,9 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
       if ("args" in parsed) {
         toolCalls.push({ id, name: call.name, args: parsed.args, type: "tool_call" })
         signatures.push(call.signature)
-      } else invalid.push({ id, name: call.name, args, error: parsed.error, type: "invalid_tool_call" })
+      } else {
+        invalid.push({ id, name: call.name, args, error: parseError(args, parsed.error), type: "invalid_tool_call" })
+      }
     }
     const metadata: Record<string, unknown> = { model_name: modelName ?? model }
     if (finishReason !== undefined) metadata.finish_reason = finishReason

@@ -103,7 +103,6 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
       const sink = yield* RunEvents
       const clock = yield* Effect.clock
       const messageId = `run-${crypto.randomUUID()}`
-      const acc = accumulator(messageId, model)
       // (what hides the server's words in an error, the process's secrets with the adapter's: made only when needed)
       const secrets = (yield* RunContext).options.secrets
       const process = yield* ProcessSecrets.current
@@ -113,6 +112,7 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
           process === undefined ? redactor : Redact.also(process, redactor.secrets),
           secrets
         )
+      const acc = accumulator(messageId, model, hide)
       const silent = request.internal !== undefined
       // (the request once sent is the SDK's: not kept while its answer streams, which may take minutes; a long
       // thread's request holds a copy of every tool call's arguments as JSON)
