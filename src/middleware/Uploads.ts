@@ -10,11 +10,13 @@ import * as path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { AppConfigService } from "../services/AppConfig.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { UPLOADS } from "../services/Sandbox.js"
 import type { ContentBlock, HumanMessage } from "../state/Message.js"
 import { escapeText } from "../state/Markup.js"
 import * as M from "../state/Message.js"
+import type { Redactor } from "../state/Redact.js"
 import type { UploadedFile } from "../state/ThreadState.js"
 import { neutralizeBoundaries, ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
 import * as Middleware from "./Middleware.js"
@@ -287,12 +289,21 @@ export const prependUploadsBlock = (message: HumanMessage, block: string): Human
 const regularFileSize = (file: string): Effect.Effect<number | undefined> =>
   Effect.promise(() => fs.lstat(file).then((s) => s.isFile() ? s.size : undefined, () => undefined))
 
-/** The outline of a Markdown file on disk: none for a missing, non-regular or over-large file. */
-export const readOutline = (file: string): Effect.Effect<Outline | undefined> =>
+/**
+ * The outline of a Markdown file on disk: none for a missing, non-regular or over-large file. `hide` (the process's
+ * secrets and the run's) masks the text before its headings and lines are cut: a cut inside a key would keep its
+ * beginning.
+ */
+export const readOutline = (file: string, hide?: Redactor): Effect.Effect<Outline | undefined> =>
   Effect.flatMap(regularFileSize(file), (size) =>
     size === undefined || size > OUTLINE_MAX_BYTES
       ? Effect.succeed(undefined)
-      : Effect.promise(() => fs.readFile(file, "utf8").then(extractOutline, () => undefined)))
+      : Effect.promise(() =>
+        fs.readFile(file, "utf8").then(
+          (text) => extractOutline(hide === undefined ? text : hide.text(text)),
+          () => undefined
+        )
+      ))
 
 /**
  * Uploads. Needs `AppConfigService` (the data directory, when `thread_data` is not in state yet),
@@ -321,9 +332,10 @@ export const layer = () =>
       })
       if (files.length === 0) return yield* none
       if (hasUploadsBlock(last)) return yield* state.update({ uploaded_files: files })
+      const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
       const described = yield* Effect.forEach(files.slice(0, MAX_FILES_IN_BLOCK), (file) => {
         const markdown = markdownSiblingOf(file.filename)
-        return Effect.map(readOutline(path.join(dir, markdown)), (outline): DescribedFile => ({
+        return Effect.map(readOutline(path.join(dir, markdown), hide), (outline): DescribedFile => ({
           file,
           markdownPath: outline !== undefined && markdown !== file.filename ? `${UPLOADS}/${markdown}` : undefined,
           outline

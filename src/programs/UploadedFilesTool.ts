@@ -13,9 +13,11 @@ import { neutralizeUntrustedTags } from "../middleware/InputSanitization.js"
 import { resolveThreadPaths } from "../middleware/ThreadData.js"
 import { isStagingFile, markdownSiblingOf, readOutline } from "../middleware/Uploads.js"
 import { withDefault } from "../services/AppConfig.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { UPLOADS } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
+import type { Redactor } from "../state/Redact.js"
 
 export const NAME = "list_uploaded_files"
 const DEFAULT_MAX_RESULTS = 20
@@ -99,12 +101,16 @@ const conversions = (names: ReadonlyArray<string>): ((name: string) => boolean) 
   }
 }
 
-/** The listing of `dir` without `current`, as JSON text. */
+/**
+ * The listing of `dir` without `current`, as JSON text. `hide` (the process's secrets and the run's) masks an outlined
+ * file before its headings and lines are cut (`readOutline`).
+ */
 export const listing = (
   dir: string,
   current: ReadonlySet<string>,
   includeOutline: boolean | ReadonlyArray<string>,
-  maxResults: number
+  maxResults: number,
+  hide?: Redactor
 ): Effect.Effect<string> =>
   Effect.gen(function*() {
     const entries = yield* Effect.either(Effect.tryPromise(() => Fs.readdir(dir, { withFileTypes: true })))
@@ -144,7 +150,7 @@ export const listing = (
           extension: neutralizeUntrustedTags(Path.extname(name))
         }
         if (!outlined(name)) return file
-        const outline = yield* readOutline(Path.join(dir, markdownSiblingOf(name)))
+        const outline = yield* readOutline(Path.join(dir, markdownSiblingOf(name)), hide)
         if (outline === undefined) return file
         if (outline.headings.length > 0) {
           file.outline = [
@@ -182,6 +188,7 @@ export const tool = (home: string): Tool.Tool =>
         const dir = state.thread_data?.uploads_path ?? (paths._tag === "Right" ? paths.right.uploads : undefined)
         if (dir === undefined) return JSON.stringify({ files: [], message: "Thread not found." })
         const current = new Set((state.uploaded_files ?? []).map((f) => f.filename))
-        return yield* listing(dir, current, args.include_outline, args.max_results)
+        const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
+        return yield* listing(dir, current, args.include_outline, args.max_results, hide)
       })
   })
