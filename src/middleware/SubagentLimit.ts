@@ -157,6 +157,13 @@ export interface TaskOptions {
 
 const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
+/** A subagent's outcome with its result and error masked by `hide`. */
+const masked = (outcome: SubagentStatus.Outcome, hide: Redactor): SubagentStatus.Outcome => ({
+  ...outcome,
+  ...(outcome.result !== undefined ? { result: hide.text(outcome.result) } : {}),
+  ...(outcome.error !== undefined ? { error: hide.text(outcome.error) } : {})
+})
+
 /** The `task` tool over a subagent runner. */
 export const taskTool = (options: TaskOptions): Tool.Tool<typeof TaskArgs.Type> =>
   Tool.make({
@@ -170,7 +177,7 @@ export const taskTool = (options: TaskOptions): Tool.Tool<typeof TaskArgs.Type> 
         const state = yield* RunState
         const createdAt = yield* now
         const entry = DurableContext.pendingEntry(call, context.runId, createdAt)
-        const outcome = yield* options.runner.run({
+        const ended = yield* options.runner.run({
           toolCallId: call.id,
           description: args.description,
           prompt: args.prompt,
@@ -185,6 +192,8 @@ export const taskTool = (options: TaskOptions): Tool.Tool<typeof TaskArgs.Type> 
             }))
           )
         )
+        // (its answer masked for the process's secrets and the run's before the briefs cut it: head and tail)
+        const outcome = masked(ended, yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current))
         const message = M.tool(SubagentStatus.resultText(outcome), call.id, {
           name: TASK_TOOL,
           status: outcome.status === "completed" ? "success" : "error",

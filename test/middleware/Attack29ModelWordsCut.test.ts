@@ -4,7 +4,8 @@
  * bash command at 200 characters (the `sandbox_audit` event, the log, a medium-risk command's note the model reads),
  * and SubagentLimit describes a dropped task call by its prompt cut at 80 (the `subagent_limit` event, the notice the
  * model reads). Neither was masked before its cut, and the masks after it find whole values only: a key where a cut
- * fell had its beginning streamed and read.
+ * fell had its beginning streamed and read. A subagent's answer is cut to a brief (head and tail, 2,000 characters) in
+ * the `task` result's metadata and the delegation ledger, which the model reads and the thread keeps.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -80,5 +81,25 @@ describe("Attack29: the model's own words cut inside one of the process's own se
       const told = o.requests[1]!.messages.filter((m) => m.name === "subagent_limit")
       assert.lengthOf(told, 1)
       assert.notInclude(JSON.stringify(told), START, "what the model read")
+    }).pipe(processSecrets, H.withStore))
+
+  it.effect("a subagent's answer cut to its brief: the ledger and the result's metadata keep none of the key", () =>
+    Effect.gen(function*() {
+      // (the key 1,320 characters into the answer: the brief's head keeps 1,333)
+      const result = `${"x".repeat(1320)}${KEY}${"y".repeat(3000)}`
+      const runner: SubagentRunner.Service = {
+        types: [{ name: "general-purpose", description: "does things" }],
+        run: () => Effect.succeed({ status: "completed", result })
+      }
+      const args = { description: "look", prompt: "look around", subagent_type: "general-purpose" }
+      const o = yield* H.run({
+        input: "delegate",
+        script: [{ toolCalls: [{ id: "t1", name: "task", args }] }, "Done."],
+        middlewares: () => [DurableContext.layer(), SubagentLimit.layer({ runner })]
+      })
+      const [entry] = o.state.delegations ?? []
+      assert.include(entry?.result_brief, "x[redacted]", "the ledger: masked, then cut")
+      assert.notInclude(JSON.stringify(o.requests), START, "what the model read")
+      assert.notInclude(JSON.stringify([o.events, o.state]), START, "what is streamed and kept")
     }).pipe(processSecrets, H.withStore))
 })
