@@ -9,6 +9,7 @@
 import * as Net from "node:net"
 import * as Effect from "effect/Effect"
 import type * as HostResolver from "../../services/HostResolver.js"
+import * as ProcessSecrets from "../../services/ProcessSecrets.js"
 import { SearchError } from "../../services/WebSearch.js"
 import * as OptionalPackage from "../../internal/OptionalPackage.js"
 import * as Tool from "../../services/Tool.js"
@@ -129,6 +130,16 @@ export const webFetch = (reader: Reader, options: Options = {}): Tool.Tool => {
               "operator can allow others with allow_private_addresses)."
           )
           : reader.read(url, maxChars).pipe(
+            // (a page over the bound masked for the process's secrets and the run's before its cut: a cut inside a
+            // key would keep its beginning)
+            Effect.flatMap((page) =>
+              page.text.length <= maxChars
+                ? Effect.succeed(page)
+                : Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) => ({
+                  ...page,
+                  text: hide.text(page.text)
+                }))
+            ),
             Effect.map((page) => {
               const cut = page.text.length > maxChars
                 ? `${page.text.slice(0, maxChars)}\n\n[Cut at ${maxChars} characters.]`
