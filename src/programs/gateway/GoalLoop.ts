@@ -47,7 +47,10 @@ export interface Options {
    * `RunSecretsStore.hiding`: the evaluator is a model, and may write out a value it read in a form nothing masks).
    */
   readonly store: ThreadStore["Type"]
-  /** What the loop logs, without the secrets the run hides (its request's included); as it is when absent. */
+  /**
+   * What the loop logs and the evaluator's answer is read as, without the secrets the run hides (the process's, its
+   * request's); as it is when absent.
+   */
   readonly redact?: ((text: string) => string) | undefined
   /** The evaluator's model clients as the configuration is now (none: no loop). */
   readonly model: Effect.Effect<ModelService["Type"] | undefined>
@@ -189,8 +192,9 @@ const evaluate = (options: Options, goal: GoalState, messages: ReadonlyArray<Mes
       modelName: modelName.right,
       userId: options.userId
     }))
+    // (the answer masked before its texts are cut to the verdict's bounds: a cut inside a key would keep its beginning)
     const verdict: Either.Either<Goal.Verdict, { readonly message: string }> = Either.isRight(answer)
-      ? Goal.parseVerdict(answer.right)
+      ? Goal.parseVerdict(options.redact === undefined ? answer.right : options.redact(answer.right))
       : Either.left(answer.left)
     if (Either.isLeft(verdict)) {
       // (an answer that is no verdict is quoted in its error: the evaluator may have written a value out)
