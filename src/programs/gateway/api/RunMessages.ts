@@ -38,11 +38,12 @@ export const group = HttpApiGroup.make("runMessages")
       .setPath(RunPath)
       .setUrlParams(PageParams)
       .addSuccess(RunMessagesPage)
-      .addError(refusal(404, "No such thread (of this user)"))
+      .addError(refusal(404, "A thread id no thread could have"))
       .addError(BadCursor)
       .annotate(
         OpenApi.Summary,
-        "A page of the messages a run of the thread wrote, oldest first (none for a run that wrote none)"
+        "A page of the messages a run of the thread wrote, oldest first (none for a run that wrote none, or a " +
+          "thread that does not exist)"
       )
   )
   .add(

@@ -4,8 +4,9 @@
  * `seq` (the thread's one numbering, so a cursor means the same on both), those a compaction summarised away or a
  * later fork took back included, as DeerFlow's journal keeps them. The thread's route stamps the run's
  * `turn_duration` on its last answer of the page, as DeerFlow's; the route by run id alone does not, as DeerFlow's.
- * Another user's thread or run is a 404; a run of the user's thread that wrote nothing (or no run of that id: a
- * branch's seeded turns name runs no record holds) is an empty page, as DeerFlow reads its journal by run id.
+ * A run of the user's thread that wrote nothing (or no run of that id: a branch's seeded turns name runs no record
+ * holds), or of a thread that does not exist (another user's thread of that id included, `Access.chatOf`), is an
+ * empty page, as DeerFlow reads its journal by run id; another user's run by its id alone is a 404.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
@@ -62,8 +63,11 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("threadRunMessages", ({ path, urlParams }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
-            return yield* page(thread, path.run_id, yield* cursorOf(urlParams), true)
+            const thread = yield* access.chatOf(user, path.thread_id)
+            const cursor = yield* cursorOf(urlParams)
+            // (a thread that does not exist yet has written nothing: DeerFlow's journal answers an empty page)
+            if (thread === undefined) return json(RunMessagesApi.RunMessagesPage, { data: [], has_more: false })
+            return yield* page(thread, path.run_id, cursor, true)
           }))
         .handleRaw("runMessages", ({ path, urlParams }) =>
           Effect.gen(function*() {
