@@ -378,11 +378,21 @@ const migrateLegacy = (raw: unknown): MemoryLegacy.Migrated => {
   }
 }
 
+// (the migrated value is a record: the file's top is checked to be one before)
+const writtenOf = (raw: unknown): Readonly<Record<string, unknown>> => (Json.isRecord(raw) ? raw : {})
+
 /** Decodes configuration text (YAML) as if read from `file`. */
 export const decode = (
   text: string,
   file: string
-): Effect.Effect<{ readonly config: AppConfig; readonly ignored: ReadonlyArray<string> }, ConfigError> =>
+): Effect.Effect<
+  {
+    readonly config: AppConfig
+    readonly ignored: ReadonlyArray<string>
+    readonly written: Readonly<Record<string, unknown>>
+  },
+  ConfigError
+> =>
   Effect.gen(function*() {
     const parsed = parseYaml(text)
     if (Either.isLeft(parsed)) return yield* new ConfigError({ reason: "syntax", file, issues: parsed.left })
@@ -415,7 +425,11 @@ export const decode = (
     const problems = [...Plugins.problems(migrated.raw), ...mountProblems(decoded.right)]
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
     for (const warning of migrated.warnings) yield* Effect.logWarning(`${file}: ${warning}`)
-    return { config: yield* writeFileMaxFromEnv(decoded.right, raw), ignored: ignoredKeys(migrated.raw) }
+    return {
+      config: yield* writeFileMaxFromEnv(decoded.right, raw),
+      ignored: ignoredKeys(migrated.raw),
+      written: writtenOf(migrated.raw)
+    }
   })
 
 /**
@@ -528,10 +542,10 @@ export const load = (path?: string | undefined): Effect.Effect<AppConfigService[
 export const loadFile = (file: string, home: string): Effect.Effect<AppConfigService["Type"], ConfigError> =>
   Effect.gen(function*() {
     const text = yield* readConfigText(file, MAX_CONFIG_BYTES)
-    const { config, ignored } = yield* decode(text, file)
+    const { config, ignored, written } = yield* decode(text, file)
     const problems = [...mountProblems(config, home), ...memoryStorageProblems(config, file)]
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
-    return { config, source: file, home, ignored }
+    return { config, source: file, home, ignored, written }
   })
 
 /** A layer providing `AppConfigService` from `load(path)`. */
@@ -578,7 +592,8 @@ export const fromObject = (
           config,
           source: options.source,
           home: Path.resolve(options.home),
-          ignored: ignoredKeys(migrated.raw)
+          ignored: ignoredKeys(migrated.raw),
+          written: writtenOf(migrated.raw)
         })
     }
   })

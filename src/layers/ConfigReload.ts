@@ -140,7 +140,7 @@ export const make = (options: Options): Effect.Effect<LiveConfig["Type"]> =>
             "read when the process starts, so the edit takes effect on a restart"
         )
         if (same(config, running.app.config)) return yield* Effect.as(restart, running)
-        const app = { ...running.app, config, ignored: read.right.ignored }
+        const app = { ...running.app, config, ignored: read.right.ignored, written: read.right.written }
         const models = yield* Effect.either(prepare(app))
         if (Either.isLeft(models)) return yield* Effect.as(refuse(models.left), running)
         yield* restart

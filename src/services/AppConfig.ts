@@ -541,5 +541,10 @@ export class AppConfigService extends Context.Tag("antler/AppConfig")<
     readonly home: string
     /** Keys found in the file that Antler does not use (dotted paths). */
     readonly ignored: ReadonlyArray<string>
+    /**
+     * The sections as written (`$VAR`s read, DeerFlow's older layouts moved), for what is given back as written
+     * (DeerFlow's `/api/memory/config` `backend_config`); none for a configuration given as a decoded value.
+     */
+    readonly written?: Readonly<Record<string, unknown>> | undefined
   }
 >() {}

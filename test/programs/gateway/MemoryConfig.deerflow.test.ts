@@ -18,7 +18,11 @@ beforeAll(async () => {
         enabled: true,
         injection_enabled: false,
         shutdown_flush_timeout_seconds: 12,
-        backend_config: { debounce_seconds: 3600, max_facts: 7 }
+        backend_config: {
+          debounce_seconds: 3600,
+          max_facts: 7,
+          model: { model: "memory-model", api_key: "sk-memcfg-secret-0123456789" }
+        }
       }
     }
   })
@@ -45,6 +49,18 @@ describe("GET /api/memory/config", () => {
     assert.strictEqual(body.manager_class, "deermem")
     assert.strictEqual(body.backend_config.max_facts, 7)
     assert.strictEqual(body.backend_config.debounce_seconds, 3600)
+  })
+
+  it("backend_config is config.yaml's as written, no defaults filled in (DeerFlow's config.backend_config)", async () => {
+    const answer = await alice("GET", "/api/memory/config")
+    assert.strictEqual(answer.status, 200, answer.text)
+    // (a key Antler does not read is there as DeerFlow's; a secret-named value is masked)
+    assert.deepStrictEqual(answer.json().backend_config, {
+      debounce_seconds: 3600,
+      max_facts: 7,
+      model: { model: "memory-model", api_key: "***" }
+    })
+    assert.notInclude(answer.text, "sk-memcfg-secret")
   })
 
   it("needs a token, as the other memory routes", async () => {

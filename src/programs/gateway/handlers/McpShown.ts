@@ -53,7 +53,7 @@ const maskUrl = (text: string): string => {
 }
 
 /** A value with every secret-named key's value masked, at any depth. */
-const maskDeep = (value: unknown): unknown => {
+export const maskDeep = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(maskDeep)
   if (!isRecord(value)) return value
   const out: Raw = {}

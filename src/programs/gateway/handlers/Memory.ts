@@ -23,6 +23,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import { json } from "./Http.js"
 import * as Live from "./Live.js"
+import { isRecord, maskDeep } from "./McpShown.js"
 
 /** A fact the user wrote (DeerFlow's fact source for one made through its settings). */
 export const MANUAL_SOURCE = MemoryDoc.MANUAL_SOURCE
@@ -111,15 +112,25 @@ export const layer = (api: DeerFlowApi) =>
 
       const factNotFound = (id: string) => fail("not_found", `Memory fact '${id}' not found.`)
 
-      // (DeerFlow's shared fields, `backend_config` as the gateway reads it, its defaults filled in)
-      const configAnswer = Effect.map(config, ({ config: { memory } }): typeof MemoryApi.MemoryConfigAnswer.Type => ({
-        enabled: memory.enabled,
-        mode: memory.mode,
-        injection_enabled: memory.injection_enabled,
-        shutdown_flush_timeout_seconds: memory.shutdown_flush_timeout_seconds,
-        manager_class: memory.manager_class,
-        backend_config: memory.backend_config
-      }))
+      // (DeerFlow's shared fields, `backend_config` as config.yaml has it, no defaults filled in, as DeerFlow
+      // gives it back; its secret-named values masked)
+      const configAnswer = Effect.map(config, (app): typeof MemoryApi.MemoryConfigAnswer.Type => {
+        const { memory } = app.config
+        const section = app.written?.["memory"]
+        const written = isRecord(section) ? section["backend_config"] : undefined
+        return {
+          enabled: memory.enabled,
+          mode: memory.mode,
+          injection_enabled: memory.injection_enabled,
+          shutdown_flush_timeout_seconds: memory.shutdown_flush_timeout_seconds,
+          manager_class: memory.manager_class,
+          backend_config: app.written === undefined
+            ? memory.backend_config
+            : isRecord(written)
+            ? maskDeep(written) as Record<string, unknown>
+            : {}
+        }
+      })
 
       return handlers
         .handleRaw("getMemoryConfig", () =>
