@@ -39,10 +39,11 @@ export interface InjectionOptions {
 
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
 
-// a correction says what to avoid, as DeerMem's line does
+// a correction says what to avoid, as DeerMem's line does; the category is one line too (a line break in it would
+// start a line reading as a fact of its own)
 const factLine = (fact: Fact) => {
   const category = categoryOf(fact)
-  const line = `- [${category} | ${fact.confidence.toFixed(2)}] ${oneLine(fact.content)}`
+  const line = `- [${oneLine(category)} | ${fact.confidence.toFixed(2)}] ${oneLine(fact.content)}`
   const avoid = category === "correction" && fact.sourceError !== undefined ? oneLine(fact.sourceError) : ""
   return avoid === "" ? line : `${line} (avoid: ${avoid})`
 }
