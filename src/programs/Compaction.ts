@@ -179,6 +179,7 @@ export const compactThread = (threadId: string, options: Options) =>
         userId,
         agentName: options.agentName,
         manual: true,
+        trackUsage: app.run_events.track_token_usage,
         call: (request) =>
           options.model.generate(request).pipe(
             Effect.provide(callContext(threadId, writer, userId, settings.runModel, events))

@@ -109,6 +109,32 @@ describe("manual compaction", () => {
       assert.isAbove(event!.tokens_before as number, event!.tokens_after as number)
     }).pipe(withConfig({ enabled: true, trigger: [messages(50)], keep: messages(3) }), Harness.withStore))
 
+  it.effect("with run_events.track_token_usage off, the summary call is booked nowhere, as a run's calls", () =>
+    Effect.gen(function*() {
+      yield* seed("t-untracked", history())
+      const result = yield* Compaction.compactThread("t-untracked", { model: ScriptedModel.make([summaryTurn]) })
+      assert.isTrue(result.compacted)
+      const state = (yield* stateOf("t-untracked"))!
+      assert.strictEqual(state.summary_text, summaryTurn.content)
+      // (the thread's token usage, which GET .../token-usage sums, holds nothing of it)
+      assert.isUndefined(state.token_usage?.by_purpose?.summarization)
+      const checkpoints = yield* Effect.flatMap(ThreadStore, (s) => s.checkpoints("t-untracked"))
+      assert.deepStrictEqual(checkpoints.flatMap((c) => c.updates.flatMap((u) => u.token_usage ?? [])), [])
+    }).pipe(
+      Effect.provide(Layer.succeed(AppConfigService, {
+        config: {
+          ...defaults(),
+          models,
+          run_events: { track_token_usage: false },
+          summarization: { ...defaults().summarization, enabled: true, trigger: [messages(50)], keep: messages(3) }
+        },
+        source: undefined,
+        home: "/tmp",
+        ignored: []
+      })),
+      Harness.withStore
+    ))
+
   it.effect("unforced below the trigger, or nothing to summarise: a typed error, or `compacted: false`", () =>
     Effect.gen(function*() {
       yield* seed("t2", history())

@@ -143,6 +143,12 @@ export interface Request<E, R> {
   readonly userId: string
   readonly agentName?: string | undefined
   readonly manual: boolean
+  /**
+   * Whether a manual compaction books its summary call in the thread's token usage (default true; false with
+   * `run_events.track_token_usage: false`, as a run's calls then book none). The automatic path books through the
+   * run's TokenUsage middleware.
+   */
+  readonly trackUsage?: boolean | undefined
   /** The model call of the summary. */
   readonly call: (request: ModelRequest) => Effect.Effect<ModelResponse, E, R>
   /** The tokens of a state (messages and summary); default: counted with the settings' counter. */
@@ -252,7 +258,8 @@ export const compactState = <E extends { readonly message: string }, R>(
       manual: request.manual
     })
     const usage = summary.right.usage
-    const delta: ReadonlyArray<TokenUsageDelta> = !request.manual || usage === undefined ? [] : [{
+    const booked = request.manual && request.trackUsage !== false
+    const delta: ReadonlyArray<TokenUsageDelta> = !booked || usage === undefined ? [] : [{
       model: summary.right.model ?? settings.runModel ?? "default",
       purpose: "summarization",
       input_tokens: usage.input_tokens,
