@@ -126,6 +126,7 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/threads/:thread_id/scheduled-tasks", "none"],
   // issue 27: a thread's turns (api/Turns.ts)
   ["GET", "/threads/:thread_id/messages/page", "none"],
+  ["GET", "/threads/:thread_id/messages", "none"],
   ["GET", "/threads/:thread_id/token-usage", "none"],
   ["GET", "/threads/:thread_id/runs/:run_id/events", "none"],
   ["GET", "/threads/:thread_id/runs/:run_id/workspace-changes", "none"],

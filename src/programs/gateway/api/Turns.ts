@@ -48,6 +48,9 @@ export const MessagesPage = Schema.Struct({
   next_before_seq: Schema.NullOr(Schema.Number)
 }).annotations({ identifier: "ThreadMessagesPage" })
 
+/** DeerFlow's legacy list of a thread's messages (`GET /api/threads/{id}/messages`), oldest first. */
+export const MessageList = Schema.Array(MessageRow).annotations({ identifier: "ThreadMessageList" })
+
 /** A thread's token usage (DeerFlow's `ThreadTokenUsageResponse`). */
 export const TokenUsage = Schema.Struct({
   thread_id: Schema.String,
@@ -93,6 +96,12 @@ const PageParams = Schema.Struct({
   after_seq: Schema.optional(QueryValue.annotations({ description: "Refused: the pages go backwards only" }))
 })
 
+const ListParams = Schema.Struct({
+  limit: Schema.optional(QueryValue.annotations({ description: "At most this many messages (1-200, default 50)" })),
+  before_seq: Schema.optional(QueryValue.annotations({ description: "Only messages before this seq (the latest)" })),
+  after_seq: Schema.optional(QueryValue.annotations({ description: "Only messages after this seq (the first)" }))
+})
+
 const EventParams = Schema.Struct({
   event_types: Schema.optional(QueryValue),
   task_id: Schema.optional(QueryValue),
@@ -115,6 +124,19 @@ export const group = HttpApiGroup.make("turns")
       .addError(ThreadNotFound)
       .addError(refusal(422, "A limit or before_seq that is not a positive integer, or after_seq"))
       .annotate(OpenApi.Summary, "A page of the thread's messages, newest page first")
+  )
+  .add(
+    HttpApiEndpoint.get("messageList", "/threads/:thread_id/messages")
+      .setPath(ThreadPath)
+      .setUrlParams(ListParams)
+      .addSuccess(MessageList)
+      .addError(ThreadNotFound)
+      .addError(refusal(422, "A limit, before_seq or after_seq that is not a positive integer (limit at most 200)"))
+      .annotate(
+        OpenApi.Summary,
+        "DeerFlow's legacy list of the thread's messages, oldest first: the last `limit` (before `before_seq`), " +
+          "or the first after `after_seq` (none for a thread that does not exist)"
+      )
   )
   .add(
     HttpApiEndpoint.get("tokenUsage", "/threads/:thread_id/token-usage")

@@ -24,6 +24,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
 import * as MessageHistory from "../MessageHistory.js"
+import type { Shown } from "../MessageHistory.js"
 import * as MessagesPage from "../MessagesPage.js"
 import * as Protocol from "../Protocol.js"
 import * as RunFeedback from "../RunFeedback.js"
@@ -48,6 +49,41 @@ export const hidden = TurnDurations.hidden
 
 /** Whether the messages page shows a message (see `MessagesPage.shownOnPage`). */
 export const shownOnPage = MessagesPage.shownOnPage
+
+/** The seq of each run's last answer among `rows`. */
+const lastAnswerOf = (rows: ReadonlyArray<Shown>) => {
+  const last = new Map<string, number>()
+  for (const { message, seq, run_id } of rows) if (message.type === "ai") last.set(run_id, seq)
+  return last
+}
+
+/**
+ * The rows of a thread's messages as its pages and list answer them: a run's rating on the answer `feedbackAt` names
+ * for it, its `turn_duration` on the one `durationAt` names.
+ */
+const withRuns = (
+  rows: ReadonlyArray<Shown>,
+  threadId: string,
+  records: ReadonlyMap<string, RunRecord>,
+  feedbackAt: ReadonlyMap<string, number>,
+  durationAt: ReadonlyMap<string, number>
+) =>
+  rows.map((shown) => {
+    const { seq, run_id } = shown
+    const runId = run_id === "" ? null : run_id
+    const feedback = runId !== null && feedbackAt.get(runId) === seq
+      ? RunFeedback.rating(records.get(runId))
+      : undefined
+    const duration = runId !== null && durationAt.get(runId) === seq
+      ? TurnDurations.turnDuration(records.get(runId))
+      : undefined
+    return {
+      ...MessagesPage.row(shown, threadId, duration),
+      feedback: feedback === undefined
+        ? null
+        : { feedback_id: feedback.feedback_id, rating: feedback.rating, comment: feedback.comment }
+    }
+  })
 
 /** The turns endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi) =>
@@ -128,35 +164,33 @@ export const layer = (api: DeerFlowApi) =>
             const page = rows.slice(Math.max(0, rows.length - limit))
             // a run's rating goes with its last answer in the thread, not the last one of this page (DeerFlow's
             // test_thread_messages_page); its duration with its last answer on this page, as DeerFlow stamps it
-            const lastAnswerOf = (list: typeof visible) => {
-              const last = new Map<string, number>()
-              for (const { message, seq, run_id } of list) if (message.type === "ai") last.set(run_id, seq)
-              return last
-            }
-            const lastAnswer = lastAnswerOf(visible)
-            const lastOnPage = lastAnswerOf(page)
-            const data = page.map((shown) => {
-              const { seq, run_id } = shown
-              const runId = run_id === "" ? null : run_id
-              const feedback = runId !== null && lastAnswer.get(runId) === seq
-                ? RunFeedback.rating(records.get(runId))
-                : undefined
-              const duration = runId !== null && lastOnPage.get(runId) === seq
-                ? TurnDurations.turnDuration(records.get(runId))
-                : undefined
-              return {
-                ...MessagesPage.row(shown, thread.threadId, duration),
-                feedback: feedback === undefined
-                  ? null
-                  : { feedback_id: feedback.feedback_id, rating: feedback.rating, comment: feedback.comment }
-              }
-            })
+            const data = withRuns(page, thread.threadId, records, lastAnswerOf(visible), lastAnswerOf(page))
             const hasMore = page.length < rows.length
             return json(TurnsApi.MessagesPage, {
               data,
               has_more: hasMore,
               next_before_seq: hasMore ? data[0]!.seq : null
             })
+          }))
+        .handleRaw("messageList", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.chatOf(user, path.thread_id)
+            const most = Number.MAX_SAFE_INTEGER
+            const cursor: MessagesPage.Cursor = {
+              limit: yield* queryPositive("limit", urlParams.limit, 50, 200),
+              before_seq: yield* queryPositive("before_seq", urlParams.before_seq, undefined, most),
+              after_seq: yield* queryPositive("after_seq", urlParams.after_seq, undefined, most)
+            }
+            // (a thread that does not exist yet has no messages: DeerFlow's journal answers none)
+            if (thread === undefined) return json(TurnsApi.MessageList, [])
+            const journal = yield* folded(thread)
+            const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
+            const visible = MessagesPage.rows(journal, records).filter(({ message }) => shownOnPage(message))
+            const { data: list } = MessagesPage.cut(visible, cursor)
+            // a run's rating and duration on its last answer in this list, as DeerFlow's legacy list attaches them
+            const last = lastAnswerOf(list)
+            return json(TurnsApi.MessageList, withRuns(list, thread.threadId, records, last, last))
           }))
         .handleRaw("tokenUsage", ({ path, urlParams }) =>
           Effect.gen(function*() {
