@@ -19,6 +19,7 @@ import type {
 import {
   deleteBusyMessage,
   fencedMessage,
+  keptMetadata,
   LEASE_FENCED,
   leaseRunOf,
   leaseBlocks,
@@ -288,8 +289,20 @@ export const make = (): ThreadStore["Type"] => {
         runs.set(run.run_id, {
           ...run,
           error: run.error ?? before?.error ?? null,
-          metadata: run.metadata ?? before?.metadata ?? null
+          metadata: run.metadata == null ? before?.metadata ?? null : keptMetadata(run.metadata, before?.metadata)
         })
+      }),
+    updateRun: (threadId, runId, change) =>
+      Effect.sync(() => {
+        const entry = threads.get(threadId)
+        const run = entry?.runs.get(runId)
+        if (entry === undefined || run === undefined) return undefined
+        const metadata = change(run)
+        if (metadata === undefined) return undefined
+        const written = { ...run, metadata }
+        entry.runs.set(runId, written)
+        touched(entry)
+        return written
       }),
     deleteRun: (threadId, runId) =>
       Effect.sync(() => {

@@ -25,6 +25,7 @@ import type { AppendOptions, LoadedThread, RunRecord } from "../services/ThreadS
 import {
   deleteBusyMessage,
   fencedMessage,
+  keptMetadata,
   LEASE_FENCED,
   leaseRunOf,
   leaseBlocks,
@@ -274,32 +275,59 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         })
       })
 
+    const upsertRun = (record: RunRecord) =>
+      q(
+        `INSERT INTO antler_runs (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+          ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
+          stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at,
+          error = COALESCE(excluded.error, antler_runs.error),
+          metadata = COALESCE(excluded.metadata, antler_runs.metadata)`,
+        [
+          record.run_id,
+          record.thread_id,
+          record.status,
+          record.stop_reason,
+          record.started_at,
+          record.ended_at,
+          record.error == null ? null : redactor.text(record.error),
+          record.metadata == null ? null : JSON.stringify(redactor.value(record.metadata))
+        ]
+      )
+    // the run as stored, its row locked until the transaction ends (no write in between)
+    const lockedRun = (runId: string, operation: string) =>
+      Effect.flatMap(
+        q(`SELECT ${RUN_COLUMNS} FROM antler_runs WHERE run_id = $1 FOR UPDATE`, [runId]),
+        (rows) => Effect.map(decodeRows(decodeRunRows, rows, operation, "The run table"), (runs) => runs[0])
+      )
+
     const saveRun: ThreadStore["Type"]["saveRun"] = (record) =>
       Effect.flatMap(now, (at) =>
         transaction(
-          Effect.zipRight(
-            ensureThread(record.thread_id, at),
-            q(
-              `INSERT INTO antler_runs (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
-                stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at,
-                error = COALESCE(excluded.error, antler_runs.error),
-                metadata = COALESCE(excluded.metadata, antler_runs.metadata)`,
-              [
-                record.run_id,
-                record.thread_id,
-                record.status,
-                record.stop_reason,
-                record.started_at,
-                record.ended_at,
-                record.error == null ? null : redactor.text(record.error),
-                record.metadata == null ? null : JSON.stringify(redactor.value(record.metadata))
-              ]
-            )
-          ),
+          Effect.gen(function*() {
+            yield* ensureThread(record.thread_id, at)
+            // (its feedback, written by `updateRun` alone, as stored)
+            const stored = record.metadata == null ? undefined : yield* lockedRun(record.run_id, "saveRun")
+            const metadata = record.metadata == null ? record.metadata : keptMetadata(record.metadata, stored?.metadata)
+            yield* upsertRun({ ...record, metadata })
+          }),
           "saveRun",
           `Cannot save run "${record.run_id}" of thread "${record.thread_id}"`
         ))
+
+    const updateRun: ThreadStore["Type"]["updateRun"] = (threadId, runId, change) =>
+      transaction(
+        Effect.gen(function*() {
+          const stored = yield* lockedRun(runId, "updateRun")
+          if (stored === undefined || stored.thread_id !== threadId) return undefined
+          const metadata = change(stored)
+          if (metadata === undefined) return undefined
+          const written = { ...stored, metadata }
+          yield* upsertRun(written)
+          return written
+        }),
+        "updateRun",
+        `Cannot update run "${runId}" of thread "${threadId}"`
+      )
 
     const summaries = (rows: ReadonlyArray<unknown>, operation: "list" | "listOwned") =>
       Effect.gen(function*() {
@@ -574,6 +602,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       append,
       appendMeasured,
       saveRun,
+      updateRun,
       saveRunEvents,
       runEvents,
       list,

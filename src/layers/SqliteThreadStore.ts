@@ -25,7 +25,8 @@ import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { StoreError } from "../services/RunContext.js"
-import { deleteBusyMessage, leaseBlocks, ThreadStore, withSpans } from "../services/ThreadStore.js"
+import type { RunRecord } from "../services/ThreadStore.js"
+import { deleteBusyMessage, keptMetadata, leaseBlocks, ThreadStore, withSpans } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as Access from "./sqlite/Access.js"
 import * as GroupCommit from "./sqlite/GroupCommit.js"
@@ -171,27 +172,55 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         )
       })
 
+    // the run as stored, within the transaction that writes it (BEGIN IMMEDIATE: no write in between)
+    const storedRun = (runId: string) =>
+      Effect.flatMap(
+        conn.execute(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = ?`, [runId], undefined),
+        (rows) => Effect.map(decodeRows(decodeRunRows, rows, "saveRun", "The run table"), (runs) => runs[0])
+      )
+
+    const upsertRun = (run: RunRecord) =>
+      conn.executeRaw(UPSERT_RUN, [
+        run.run_id,
+        run.thread_id,
+        run.status,
+        run.stop_reason,
+        run.started_at,
+        run.ended_at,
+        run.error == null ? null : redactor.text(run.error),
+        run.metadata == null ? null : JSON.stringify(redactor.value(run.metadata))
+      ])
+
     const saveRun: ThreadStore["Type"]["saveRun"] = (run) =>
       Effect.clockWith((clock) => {
         const now = iso(clock.unsafeCurrentTimeMillis())
         return transaction(
-          Effect.zipRight(
-            conn.executeRaw(ENSURE_THREAD, [run.thread_id, now, now]),
-            conn.executeRaw(UPSERT_RUN, [
-              run.run_id,
-              run.thread_id,
-              run.status,
-              run.stop_reason,
-              run.started_at,
-              run.ended_at,
-              run.error == null ? null : redactor.text(run.error),
-              run.metadata == null ? null : JSON.stringify(redactor.value(run.metadata))
-            ])
-          ),
+          Effect.gen(function*() {
+            yield* conn.executeRaw(ENSURE_THREAD, [run.thread_id, now, now])
+            // (its feedback, written by `updateRun` alone, as stored)
+            const stored = run.metadata == null ? undefined : yield* storedRun(run.run_id)
+            const metadata = run.metadata == null ? run.metadata : keptMetadata(run.metadata, stored?.metadata)
+            yield* upsertRun({ ...run, metadata })
+          }),
           "saveRun",
           `Cannot save run "${run.run_id}" of thread "${run.thread_id}"`
         )
       })
+
+    const updateRun: ThreadStore["Type"]["updateRun"] = (threadId, runId, change) =>
+      transaction(
+        Effect.gen(function*() {
+          const stored = yield* storedRun(runId)
+          if (stored === undefined || stored.thread_id !== threadId) return undefined
+          const metadata = change(stored)
+          if (metadata === undefined) return undefined
+          const written = { ...stored, metadata }
+          yield* upsertRun(written)
+          return written
+        }),
+        "updateRun",
+        `Cannot update run "${runId}" of thread "${threadId}"`
+      )
 
     const saveRunEvents: ThreadStore["Type"]["saveRunEvents"] = (threadId, runId, events) =>
       transaction(
@@ -378,6 +407,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       append,
       appendMeasured,
       saveRun,
+      updateRun,
       saveRunEvents,
       runEvents,
       list,

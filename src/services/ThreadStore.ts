@@ -239,6 +239,21 @@ export const deleteBusyMessage = (threadId: string, holder: LeaseHolder): string
 /** The `StoreError` operation of a metadata patch past its `maxBytes` (see `patchMetadata`). */
 export const METADATA_BOUND = "metadata_bound"
 
+/**
+ * Keys of a run's metadata that `saveRun` keeps as stored, written by `updateRun` alone: the feedback on the run
+ * (the gateway's `RunFeedback`), which a user gives while the run's start or end is written from what was read
+ * before it.
+ */
+export const RUN_KEPT_KEYS: ReadonlyArray<string> = ["feedback", "feedback_more"]
+
+/** `metadata` as `saveRun` writes it over the `stored` one: its keys, but `RUN_KEPT_KEYS` as stored. */
+export const keptMetadata = (metadata: Metadata, stored: Metadata | null | undefined): Metadata => {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(metadata)) if (!RUN_KEPT_KEYS.includes(key)) out[key] = value
+  for (const key of RUN_KEPT_KEYS) if (stored != null && stored[key] !== undefined) out[key] = stored[key]
+  return out
+}
+
 /** The thread store port. */
 export class ThreadStore extends Context.Tag("antler/ThreadStore")<
   ThreadStore,
@@ -298,8 +313,21 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
      * run has not ended.
      */
     readonly deleteRun: (threadId: string, runId: string) => Effect.Effect<boolean, StoreError>
-    /** Records a run's start or end (`error` and `metadata` left out keep what was saved). */
+    /**
+     * Records a run's start or end (`error` and `metadata` left out keep what was saved; metadata written keeps the
+     * stored `RUN_KEPT_KEYS`, which only `updateRun` writes).
+     */
     readonly saveRun: (run: RunRecord) => Effect.Effect<void, StoreError>
+    /**
+     * Changes a run's metadata with no write between its read and its write (one transaction): `change` gets the
+     * run as stored and answers its new metadata (`RUN_KEPT_KEYS` included), or none to write nothing. Answers the
+     * run as written; none when it has no such run or nothing was written.
+     */
+    readonly updateRun: (
+      threadId: string,
+      runId: string,
+      change: (run: RunRecord) => Metadata | undefined
+    ) => Effect.Effect<RunRecord | undefined, StoreError>
     /**
      * Keeps a run's recorded events (replacing what was kept for it), deleted with its thread. The caller bounds
      * them (the gateway's `RunJournal`).

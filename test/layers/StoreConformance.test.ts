@@ -347,6 +347,35 @@ const conformance = (backend: Backend) =>
           }))
       }))
 
+    it.live("a run's feedback, written by updateRun alone, is kept by a saveRun of metadata read before it", () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.promise(backend.fresh)
+        yield* withStore(db.open(), (store) =>
+          Effect.gen(function*() {
+            yield* store.saveRun({ ...run("r1", "t-fb", "pending"), metadata: { assistant_id: "lead_agent" } })
+            const [before] = yield* store.runs({ runId: "r1" })
+            const rating = { feedback_id: "f1", rating: 1, comment: null }
+            const rated = yield* store.updateRun("t-fb", "r1", (r) => ({ ...r.metadata, feedback: rating }))
+            assert.deepStrictEqual(rated?.metadata, { assistant_id: "lead_agent", feedback: rating })
+            // the run's start and end, written from what was read before the rating (or with a feedback of its own)
+            yield* store.saveRun({ ...before!, status: "running", metadata: { ...before!.metadata, started: true } })
+            yield* store.saveRun({ ...run("r1", "t-fb", "success"), metadata: { feedback: "stale" } })
+            const [after] = yield* store.runs({ runId: "r1" })
+            assert.strictEqual(after!.status, "success")
+            assert.deepStrictEqual(after!.metadata, { feedback: rating })
+            // updateRun removes it; answers none for another thread's run, no run, or no change (nothing written)
+            yield* store.updateRun("t-fb", "r1", (r) => {
+              const { feedback: _gone, ...rest } = r.metadata ?? {}
+              return rest
+            })
+            assert.isUndefined(yield* store.updateRun("t-other", "r1", () => ({ x: 1 })))
+            assert.isUndefined(yield* store.updateRun("t-fb", "r9", () => ({ x: 1 })))
+            assert.isUndefined(yield* store.updateRun("t-fb", "r1", () => undefined))
+            const [last] = yield* store.runs({ runId: "r1" })
+            assert.deepStrictEqual(last!.metadata, {})
+          }))
+      }))
+
     it.live("leases: one run per thread; the holder renews; release frees it; an expired lease is taken", () =>
       Effect.gen(function*() {
         const db = yield* Effect.promise(backend.fresh)

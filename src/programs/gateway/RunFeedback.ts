@@ -18,6 +18,8 @@ export interface Feedback {
   readonly created_at: string
 }
 
+// (both keys are `ThreadStore.RUN_KEPT_KEYS`: a run's start or end written by `saveRun` keeps them as stored)
+
 /** The run record's metadata key of the user's rating of the run's answer. */
 export const RATING = "feedback"
 /** The run record's metadata key of the ratings given one by one. */

@@ -1,5 +1,6 @@
 /**
- * The feedback endpoints (declared in `api/Feedback.ts`), over the run's record (`RunFeedback`): the user's rating
+ * The feedback endpoints (declared in `api/Feedback.ts`), over the run's record (`RunFeedback`, changed with
+ * `ThreadStore.updateRun`, so that no rating is lost to another one or to the run's start or end): the user's rating
  * of a run's answer (`PUT` replaces it, `DELETE` removes it), ratings given one by one (`POST`, at most
  * `RunFeedback.MAX_MORE` a run; `DELETE .../feedback/{feedback_id}` removes one of either kind), listed oldest
  * first and counted (`.../stats`), and listed by the run's id alone (`GET /api/runs/{run_id}/feedback`). Another
@@ -46,10 +47,24 @@ export const layer = (api: DeerFlowApi) =>
           return { user, thread, record }
         })
 
-      /** Keeps the run's record with `metadata`; what it grows the thread by is admitted first (else 403). */
-      const save = (user: string, record: RunRecord, metadata: NonNullable<RunRecord["metadata"]>) => {
-        const write = Effect.mapError(store.saveRun({ ...record, metadata }), storeFailed)
-        const growth = InputBounds.jsonBytes(metadata) - InputBounds.jsonBytes(record.metadata ?? {})
+      /**
+       * Changes the run's feedback as stored at this moment (`ThreadStore.updateRun`: nothing written in between, by
+       * another rating or by the run's own start or end); none when `change` answered none. What the change grows the
+       * thread by (as the record read shows it) is admitted first, as the thread's other writes are (else 403).
+       */
+      const update = (
+        user: string,
+        record: RunRecord,
+        change: (run: RunRecord) => RunRecord["metadata"] | undefined
+      ) => {
+        const write = Effect.mapError(
+          store.updateRun(record.thread_id, record.run_id, (run) => change(run) ?? undefined),
+          storeFailed
+        )
+        const after = change(record)
+        const growth = after === undefined
+          ? 0
+          : InputBounds.jsonBytes(after) - InputBounds.jsonBytes(record.metadata ?? {})
         return growth > 0
           ? access.withinStorage(user, record.thread_id, `${FEEDBACK_WRITER}${M.newId()}`, growth, write)
           : write
@@ -64,7 +79,7 @@ export const layer = (api: DeerFlowApi) =>
             const request = yield* Body.json(FeedbackApi.FeedbackUpsert)
             const rating = yield* ratingOf(request.rating)
             const feedback: RunFeedback.Feedback = {
-              feedback_id: RunFeedback.rating(record)?.feedback_id ?? M.newId(),
+              feedback_id: M.newId(),
               run_id: path.run_id,
               thread_id: thread.threadId,
               user_id: user,
@@ -73,20 +88,26 @@ export const layer = (api: DeerFlowApi) =>
               comment: request.comment ?? null,
               created_at: yield* now
             }
-            yield* save(user, record, RunFeedback.rated(record.metadata ?? {}, feedback))
-            return json(FeedbackApi.Feedback, feedback)
+            // (a rating replaced keeps its id)
+            const written = yield* update(user, record, (run) =>
+              RunFeedback.rated(run.metadata ?? {}, {
+                ...feedback,
+                feedback_id: RunFeedback.rating(run)?.feedback_id ?? feedback.feedback_id
+              }))
+            const saved = RunFeedback.rating(written)
+            if (saved === undefined) return yield* notFound(`Run ${path.run_id}`)
+            return json(FeedbackApi.Feedback, saved)
           }))
         .handleRaw("postFeedback", ({ path }) =>
           Effect.gen(function*() {
             const { record, thread, user } = yield* runOf(path)
             const request = yield* Body.json(FeedbackApi.FeedbackCreate)
             const rating = yield* ratingOf(request.rating)
-            if (RunFeedback.more(record).length >= RunFeedback.MAX_MORE) {
-              return yield* fail(
-                "conflict",
-                `Run ${path.run_id} has ${RunFeedback.MAX_MORE} ratings already; delete one to add another.`
-              )
-            }
+            const full = fail(
+              "conflict",
+              `Run ${path.run_id} has ${RunFeedback.MAX_MORE} ratings already; delete one to add another.`
+            )
+            if (RunFeedback.more(record).length >= RunFeedback.MAX_MORE) return yield* full
             const feedback: RunFeedback.Feedback = {
               feedback_id: M.newId(),
               run_id: path.run_id,
@@ -97,7 +118,9 @@ export const layer = (api: DeerFlowApi) =>
               comment: request.comment ?? null,
               created_at: yield* now
             }
-            yield* save(user, record, RunFeedback.added(record, feedback))
+            const written = yield* update(user, record, (run) =>
+              RunFeedback.more(run).length >= RunFeedback.MAX_MORE ? undefined : RunFeedback.added(run, feedback))
+            if (written === undefined) return yield* full
             return json(FeedbackApi.Feedback, feedback)
           }))
         .handleRaw("getFeedback", ({ path }) =>
@@ -107,18 +130,18 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("deleteFeedback", ({ path }) =>
           Effect.gen(function*() {
             const { record, user } = yield* runOf(path)
-            const feedback = RunFeedback.rating(record)
-            const metadata = feedback === undefined ? undefined : RunFeedback.without(record, feedback.feedback_id)
-            if (metadata === undefined) return yield* notFound("Feedback on this run")
-            yield* save(user, record, metadata)
+            const written = yield* update(user, record, (run) => {
+              const feedback = RunFeedback.rating(run)
+              return feedback === undefined ? undefined : RunFeedback.without(run, feedback.feedback_id)
+            })
+            if (written === undefined) return yield* notFound("Feedback on this run")
             return json(FeedbackApi.Success, { success: true })
           }))
         .handleRaw("deleteFeedbackById", ({ path }) =>
           Effect.gen(function*() {
             const { record, user } = yield* runOf(path)
-            const metadata = RunFeedback.without(record, path.feedback_id)
-            if (metadata === undefined) return yield* notFound(`Feedback ${path.feedback_id}`)
-            yield* save(user, record, metadata)
+            const written = yield* update(user, record, (run) => RunFeedback.without(run, path.feedback_id))
+            if (written === undefined) return yield* notFound(`Feedback ${path.feedback_id}`)
             return json(FeedbackApi.Success, { success: true })
           }))
         .handleRaw("runFeedback", ({ path }) =>
