@@ -8,10 +8,12 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as WebSearch from "../services/WebSearch.js"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
+import { withDefault } from "../services/AppConfig.js"
 import * as Tool from "../services/Tool.js"
 import * as DocumentConverter from "./DocumentConverter.js"
 import * as SafeHttp from "./SafeHttp.js"
 import { clean, htmlText } from "./SearchProviders.js"
+import type { Provider } from "./web/ProviderNames.js"
 import * as WebTexts from "./web/Texts.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -196,34 +198,99 @@ export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
 // ---------------------------------------------------------------------------------------------------------
 // web_search, image_search
 
-/** The arguments of `web_search`, its `query` described as the provider's DeerFlow `web_search` describes it. */
-export const searchArgs = (text: WebTexts.SearchText) =>
-  Schema.Struct({ query: Schema.String.annotations({ description: text.query }) })
+/**
+ * How a provider's `web_search` / `image_search` reads the model's `max_results`, as DeerFlow's tool of that
+ * provider does: bounded by `cap`; the entry's `max_results`, when set, goes before the model's (DuckDuckGo, Serper,
+ * Brave), or the model's before the entry's (`modelFirst`: GroundRoute); a count below 1 is 1, or the default 5
+ * (`belowOneDefault`: Serper).
+ */
+export interface ResultsRule {
+  readonly cap: number
+  readonly modelFirst?: boolean | undefined
+  readonly belowOneDefault?: boolean | undefined
+}
+
+/** The providers whose DeerFlow `web_search` takes `max_results`, and how (DuckDuckGo's: no cap; the entry's 20). */
+export const SEARCH_RESULTS: Readonly<Partial<Record<Provider, ResultsRule>>> = {
+  duckduckgo: { cap: 20 },
+  serper: { cap: 10, belowOneDefault: true },
+  brave: { cap: 20 },
+  groundroute: { cap: 50, modelFirst: true }
+}
+
+/** The providers whose DeerFlow `image_search` takes `max_results`, and how. */
+export const IMAGE_RESULTS: Readonly<Partial<Record<Provider, ResultsRule>>> = {
+  duckduckgo: { cap: 20 },
+  serper: { cap: 10, belowOneDefault: true },
+  brave: { cap: 200 }
+}
+
+/** How many results a search asks for: the entry's `configured` count and the model's `asked` one, by `rule`. */
+export const resultCount = (
+  rule: ResultsRule | undefined,
+  configured: number | undefined,
+  asked: number | null | undefined
+): number => {
+  if (rule === undefined || asked == null) return configured ?? 5
+  const model = asked < 1 ? (rule.belowOneDefault === true ? 5 : 1) : Math.min(asked, rule.cap)
+  return rule.modelFirst === true ? model : configured ?? model
+}
+
+// the model's `max_results`, described in DeerFlow's words (GroundRoute's may be left out or null: the entry's)
+const resultsField = (description: string, rule: ResultsRule) =>
+  rule.modelFirst === true
+    ? Schema.optionalWith(Schema.Int.annotations({ description }), { nullable: true })
+    : withDefault(Schema.Int.annotations({ description }), () => 5)
+
+/** The fields of a search tool's arguments, `max_results` where the provider's tool takes it. */
+const withResults = <F extends Schema.Struct.Fields>(fields: F, text: WebTexts.SearchText, rule?: ResultsRule) => {
+  // (one Schema for either shape: the model's `max_results` is read as absent when the tool has none)
+  // (after `query`, in DeerFlow's order)
+  const { query, ...rest } = fields
+  const all = text.max_results !== undefined && rule !== undefined
+    ? { query, max_results: resultsField(text.max_results, rule), ...rest }
+    : fields
+  return Schema.Struct(all) as unknown as Schema.Schema<
+    Schema.Struct.Type<F> & { readonly max_results?: number | null | undefined },
+    Schema.Struct.Encoded<F>
+  >
+}
+
+/**
+ * The arguments of `web_search`, `query` (and `max_results`, where the provider's DeerFlow `web_search` takes it,
+ * read by `rule`) described as that `web_search` describes them.
+ */
+export const searchArgs = (text: WebTexts.SearchText, rule?: ResultsRule) =>
+  withResults({ query: Schema.String.annotations({ description: text.query }) }, text, rule)
 
 /** The arguments of `web_search` described as DeerFlow's DuckDuckGo search describes them. */
-export const SearchArgs = searchArgs(WebTexts.SEARCH.duckduckgo)
+export const SearchArgs = searchArgs(WebTexts.SEARCH.duckduckgo, SEARCH_RESULTS.duckduckgo)
 
 /**
  * The arguments of `image_search`: `query` described as the provider's DeerFlow `image_search` describes it, the
  * filters as DeerFlow's DuckDuckGo one (the only one with filters) describes them.
  */
-export const imageSearchArgs = (text: WebTexts.SearchText) =>
-  Schema.Struct({
+export const imageSearchArgs = (text: WebTexts.SearchText, rule?: ResultsRule) =>
+  withResults({
     query: Schema.String.annotations({ description: text.query }),
-    size: Schema.optional(Schema.NullOr(Schema.Literal("Small", "Medium", "Large", "Wallpaper"))).annotations({
+    // (described on the value's schema: with `max_results`' default the arguments are a transformation, whose
+    // JSON Schema is its encoded side's, without the annotations of a property)
+    size: Schema.optional(Schema.NullOr(Schema.Literal("Small", "Medium", "Large", "Wallpaper")).annotations({
       description: WebTexts.IMAGE_FILTERS.size
-    }),
-    type_image: Schema.optional(Schema.NullOr(Schema.Literal("photo", "clipart", "gif", "transparent", "line")))
-      .annotations({ description: WebTexts.IMAGE_FILTERS.type_image }),
-    layout: Schema.optional(Schema.NullOr(Schema.Literal("Square", "Tall", "Wide"))).annotations({
+    })),
+    type_image: Schema.optional(
+      Schema.NullOr(Schema.Literal("photo", "clipart", "gif", "transparent", "line"))
+        .annotations({ description: WebTexts.IMAGE_FILTERS.type_image })
+    ),
+    layout: Schema.optional(Schema.NullOr(Schema.Literal("Square", "Tall", "Wide")).annotations({
       description: WebTexts.IMAGE_FILTERS.layout
-    })
-  })
+    }))
+  }, text, rule)
 
 const DUCKDUCKGO_IMAGES = WebTexts.IMAGE.duckduckgo!
 
 /** The arguments of `image_search` described as DeerFlow's DuckDuckGo image search describes them. */
-export const ImageSearchArgs = imageSearchArgs(DUCKDUCKGO_IMAGES)
+export const ImageSearchArgs = imageSearchArgs(DUCKDUCKGO_IMAGES, IMAGE_RESULTS.duckduckgo)
 
 /** What `image_search` tells the model to do with its results (DeerFlow's `usage_hint`). */
 export const IMAGE_USAGE_HINT =
@@ -231,23 +298,31 @@ export const IMAGE_USAGE_HINT =
 
 const searchFailed = (tool: string, error: WebSearch.SearchError) => `Error: ${tool} failed: ${error.message}.`
 
+// the model's `max_results`, where its arguments have one
+const askedOf = (args: { readonly max_results?: number | null | undefined }) => args.max_results
+
 /**
- * The `web_search` tool over a provider; results are a JSON list of `{title, url, snippet}`. `text`: how DeerFlow's
- * `web_search` of that provider is described (`Texts.SEARCH`; default: its DuckDuckGo search's words).
+ * The `web_search` tool over a provider; results are a JSON list of `{title, url, snippet}`. `maxResults`: the
+ * entry's count (none: the model's, else 5); `text`: how DeerFlow's `web_search` of that provider is described
+ * (`Texts.SEARCH`; default: its DuckDuckGo search's words), `rule` how it reads the model's `max_results`
+ * (`SEARCH_RESULTS`; default: the DuckDuckGo one's, with its words; none: the tool takes no `max_results`).
  */
 export const webSearch = (
   provider: WebSearch.Service,
-  maxResults = 5,
-  text: WebTexts.SearchText = WebTexts.SEARCH.duckduckgo
+  maxResults?: number,
+  text: WebTexts.SearchText = WebTexts.SEARCH.duckduckgo,
+  rule: ResultsRule | undefined = text === WebTexts.SEARCH.duckduckgo ? SEARCH_RESULTS.duckduckgo : undefined
 ): Tool.Tool =>
   Tool.make({
     name: "web_search",
     description: text.description,
-    parameters: text === WebTexts.SEARCH.duckduckgo ? SearchArgs : searchArgs(text),
+    parameters: text === WebTexts.SEARCH.duckduckgo && rule === SEARCH_RESULTS.duckduckgo
+      ? SearchArgs
+      : searchArgs(text, rule),
     handler: (args) => {
       const query = args.query.trim()
       if (query === "") return Effect.succeed("Error: web_search needs a non-empty query.")
-      return provider.search(query, maxResults).pipe(
+      return provider.search(query, resultCount(rule, maxResults, askedOf(args))).pipe(
         Effect.map((results) =>
           results.length === 0 ? `No results found for: ${clean(query, 300)}` : JSON.stringify(results, null, 2)
         ),
@@ -257,18 +332,21 @@ export const webSearch = (
   })
 
 /**
- * The `image_search` tool over a provider with image search; results are a JSON object listing the images. `text`:
- * how DeerFlow's `image_search` of that provider is described (`Texts.IMAGE`; default: its DuckDuckGo one's words).
+ * The `image_search` tool over a provider with image search; results are a JSON object listing the images.
+ * `maxResults`, `text` and `rule` as `webSearch`'s, of DeerFlow's `image_search` (`Texts.IMAGE`, `IMAGE_RESULTS`).
  */
 export const imageSearch = (
   provider: WebSearch.Service & { readonly images: NonNullable<WebSearch.Service["images"]> },
-  maxResults = 5,
-  text: WebTexts.SearchText = DUCKDUCKGO_IMAGES
+  maxResults?: number,
+  text: WebTexts.SearchText = DUCKDUCKGO_IMAGES,
+  rule: ResultsRule | undefined = text === DUCKDUCKGO_IMAGES ? IMAGE_RESULTS.duckduckgo : undefined
 ): Tool.Tool =>
   Tool.make({
     name: "image_search",
     description: text.description,
-    parameters: text === DUCKDUCKGO_IMAGES ? ImageSearchArgs : imageSearchArgs(text),
+    parameters: text === DUCKDUCKGO_IMAGES && rule === IMAGE_RESULTS.duckduckgo
+      ? ImageSearchArgs
+      : imageSearchArgs(text, rule),
     handler: (args) => {
       const query = args.query.trim()
       if (query === "") return Effect.succeed("Error: image_search needs a non-empty query.")
@@ -277,7 +355,7 @@ export const imageSearch = (
         type_image: args.type_image ?? undefined,
         layout: args.layout ?? undefined
       }
-      return provider.images(query, maxResults, filters).pipe(
+      return provider.images(query, resultCount(rule, maxResults, askedOf(args)), filters).pipe(
         Effect.map((results) =>
           results.length === 0
             ? `No images found for: ${clean(query, 300)}`

@@ -436,15 +436,17 @@ export const assemble = (
               break
             }
             const service = built.right
-            const max = decoded.right.max_results ?? 5
-            const note = `${Providers.LABEL[provider]}, up to ${max} results`
+            const max = decoded.right.max_results
+            const note = `${Providers.LABEL[provider]}, up to ${max ?? 5} results`
             if (mapped.kind === "web_search") {
-              const tool = WebTools.webSearch(service, max, WebTexts.SEARCH[provider])
+              const rule = WebTools.SEARCH_RESULTS[provider]
+              const tool = WebTools.webSearch(service, max, WebTexts.SEARCH[provider], rule)
               add(tool, { ...base, state: "available", note }, where)
             } else if (service.images === undefined) {
               missing(`${service.name} has no image search`)
             } else {
-              const tool = WebTools.imageSearch({ ...service, images: service.images }, max, WebTexts.IMAGE[provider])
+              const images = { ...service, images: service.images }
+              const tool = WebTools.imageSearch(images, max, WebTexts.IMAGE[provider], WebTools.IMAGE_RESULTS[provider])
               add(tool, { ...base, state: "available", note }, where)
             }
             break

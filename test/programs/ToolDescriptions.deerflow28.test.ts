@@ -191,6 +191,7 @@ describe("web tool descriptions: DeerFlow's, of the configured provider", () => 
     ["serper", "browserless", { api_key: "key-df28" }],
     ["groundroute", "groundroute", { api_key: "key-df28" }],
     ["searxng", "crawl4ai", { base_url: "http://127.0.0.1:9" }],
+    ["brave", "exa", { api_key: "key-df28" }],
     ["tavily", "tavily", { api_key: "key-df28" }]
   ]
   for (const [search, fetch, settings] of cases) {
@@ -201,14 +202,21 @@ describe("web tool descriptions: DeerFlow's, of the configured provider", () => 
         }, [{}])
         const web = offered("web_search", tools)
         assert.strictEqual(web.description, DESCRIPTIONS[`web_search@${search}`])
-        assert.strictEqual(web.args["query"], ARGUMENTS[`web_search@${search}`]!["query"])
+        // (and `max_results` where DeerFlow's takes it: DuckDuckGo, Serper, GroundRoute; sweep 29)
+        assert.deepStrictEqual(web.args, ARGUMENTS[`web_search@${search}`])
+        assert.deepStrictEqual(Object.keys(web.properties), Object.keys(ARGUMENTS[`web_search@${search}`]!))
         const page = offered("web_fetch", tools)
         assert.strictEqual(page.description, DESCRIPTIONS[`web_fetch@${fetch}`])
         assert.deepStrictEqual(page.args, ARGUMENTS[`web_fetch@${fetch}`])
       }))
   }
 
-  for (const [module, settings] of [["image_search", {}], ["serper", { api_key: "key-df28" }]] as const) {
+  const imageCases: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+    ["image_search", {}],
+    ["serper", { api_key: "key-df28" }],
+    ["brave", { api_key: "key-df28" }]
+  ]
+  for (const [module, settings] of imageCases) {
     it.live(`image_search (${module}); its filters described as DeerFlow's DuckDuckGo image search's`, () =>
       Effect.gen(function*() {
         const use = `deerflow.community.${module}.tools:image_search_tool`
@@ -219,6 +227,7 @@ describe("web tool descriptions: DeerFlow's, of the configured provider", () => 
         const ddg = ARGUMENTS["image_search@image_search"]!
         assert.deepStrictEqual(images.args, {
           query: ARGUMENTS[`image_search@${module}`]!["query"],
+          max_results: ARGUMENTS[`image_search@${module}`]!["max_results"],
           size: ddg["size"],
           type_image: ddg["type_image"],
           layout: ddg["layout"]

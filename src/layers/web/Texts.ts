@@ -8,10 +8,11 @@
  */
 import type { Provider, ReaderProvider } from "./ProviderNames.js"
 
-/** A `web_search` as DeerFlow describes it: the tool, and its `query` argument. */
+/** A `web_search` as DeerFlow describes it: the tool, its `query` argument, and its `max_results` where it has one. */
 export interface SearchText {
   readonly description: string
   readonly query: string
+  readonly max_results?: string | undefined
 }
 
 /** DeerFlow's `web_search` of each provider. */
@@ -19,7 +20,8 @@ export const SEARCH: Readonly<Record<Provider, SearchText>> = {
   duckduckgo: {
     description: `Search the web for information. Use this tool to find current information, news, articles, and \
 facts from the internet.`,
-    query: `Search keywords describing what you want to find. Be specific for better results.`
+    query: `Search keywords describing what you want to find. Be specific for better results.`,
+    max_results: `Maximum number of results to return. Default is 5.`
   },
   tavily: {
     description: `Search the web.`,
@@ -31,11 +33,13 @@ facts from the internet.`,
   },
   serper: {
     description: `Search the web for information using Google Search via Serper.`,
-    query: `Search keywords describing what you want to find. Be specific for better results.`
+    query: `Search keywords describing what you want to find. Be specific for better results.`,
+    max_results: `Maximum number of search results to return. Default is 5, capped at 10.`
   },
   brave: {
     description: `Search the web for information using Brave Search.`,
-    query: `Search keywords describing what you want to find. Be specific for better results.`
+    query: `Search keywords describing what you want to find. Be specific for better results.`,
+    max_results: `Maximum number of search results to return. Default is 5.`
   },
   exa: {
     description: `Search the web.`,
@@ -57,7 +61,9 @@ facts from the internet.`,
     description: `Search the web for information using GroundRoute. GroundRoute routes the query across six search \
 engines and returns the result
 set from the engine it selected, with failover if one engine is unavailable.`,
-    query: `Search keywords describing what you want to find. Be specific for better results.`
+    query: `Search keywords describing what you want to find. Be specific for better results.`,
+    max_results: `Maximum number of search results to return. If omitted, uses the configured value (default 5). \
+Clamped to 1-50.`
   }
 }
 
@@ -110,19 +116,22 @@ woman street photography 1990s" instead of just "woman").`
 export const IMAGE: Readonly<Partial<Record<Provider, SearchText>>> = {
   duckduckgo: {
     description: IMAGE_WITH_WHEN,
-    query: IMAGE_KEYWORDS
+    query: IMAGE_KEYWORDS,
+    max_results: `Maximum number of images to return. Default is 5.`
   },
   serper: {
     description: `Search for images online using Google Images via Serper. Use this tool BEFORE image generation to \
 find reference images for characters, portraits, objects, scenes, or any content requiring visual accuracy. The \
 returned image URLs can be used as reference images in image generation to significantly improve quality.`,
-    query: IMAGE_KEYWORDS
+    query: IMAGE_KEYWORDS,
+    max_results: `Maximum number of images to return. Default is 5, capped at 10.`
   },
   brave: {
     description: `Search for images online using Brave Image Search. Use this tool BEFORE image generation to find \
 reference images for characters, portraits, objects, scenes, or any content requiring visual accuracy. The returned \
 image URLs can be used as reference images in image generation to significantly improve quality.`,
-    query: `Search keywords describing the images you want to find. Be specific for better results.`
+    query: `Search keywords describing the images you want to find. Be specific for better results.`,
+    max_results: `Maximum number of images to return. Default is 5, capped at 200.`
   },
   infoquest: {
     description: IMAGE_WITH_WHEN,
