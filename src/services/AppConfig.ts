@@ -30,7 +30,7 @@ import { McpTasksConfig } from "./config/McpTasks.js"
 import { StalenessFields } from "./config/MemoryStaleness.js"
 import * as ModelRequest from "./config/ModelRequest.js"
 import { SkillsContainerPath, VolumeMountConfig } from "./config/Mounts.js"
-import { DatabaseConfig, GatewayConfig, TracingConfig } from "./config/Server.js"
+import { DatabaseConfig, GatewayConfig, SchedulerConfig, TracingConfig } from "./config/Server.js"
 import { useProblem } from "./ModelUse.js"
 
 export { baseUrlProblem, withDefault } from "./config/Fields.js"
@@ -497,6 +497,8 @@ export const AppConfigSchema = Schema.Struct({
   tool_progress: withDefault(ToolProgressConfig, () => Schema.decodeSync(ToolProgressConfig)({})),
   database: withDefault(DatabaseConfig, () => ({})),
   gateway: withDefault(GatewayConfig, () => Schema.decodeSync(GatewayConfig)({})),
+  /** DeerFlow's `scheduler`: of it, the scheduled tasks' `min_once_delay_seconds` (`config/Server`). */
+  scheduler: withDefault(SchedulerConfig, () => Schema.decodeSync(SchedulerConfig)({})),
   tracing: withDefault(TracingConfig, () => Schema.decodeSync(TracingConfig)({})),
   /** How much `antler serve` logs (`--log-level` wins); absent: warnings and errors. `antler run` does not read it. */
   log_level: Schema.optional(Schema.NullOr(LogLevelName)),

@@ -218,6 +218,16 @@ export const GatewayConfig = Schema.Struct({
 export type GatewayConfig = typeof GatewayConfig.Type
 
 /**
+ * DeerFlow's `scheduler` section. Antler reads `min_once_delay_seconds` (how far ahead a `once` scheduled task must
+ * be when it is made or moved, 1-86400, default 60, as DeerFlow's); its ticks are `gateway.scheduler_poll_seconds`'
+ * and always on, so `enabled`, `poll_interval_seconds` and the others are named among the ignored keys.
+ */
+export const SchedulerConfig = Schema.Struct({
+  min_once_delay_seconds: withDefault(Schema.Int.pipe(Schema.between(1, 86_400)), () => 60)
+})
+export type SchedulerConfig = typeof SchedulerConfig.Type
+
+/**
  * OpenTelemetry traces (Antler's own section): one trace per run, with model and tool calls as child spans,
  * exported over OTLP/HTTP. Off by default.
  */

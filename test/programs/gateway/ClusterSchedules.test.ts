@@ -54,6 +54,8 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
         home,
         modelUrl: scripted.url,
         gateway: { scheduler_poll_seconds: 1 },
+        // (the ticks are seconds apart: DeerFlow's 60 s least delay of a once task is shortened)
+        config: { scheduler: { min_once_delay_seconds: 1 } },
         cluster: { health_check_seconds: 1, secret: "schedules-cluster-secret-0123456789" },
         args: ["--log-level", "info"]
       })).server

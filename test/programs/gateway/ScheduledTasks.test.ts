@@ -33,7 +33,9 @@ const start = async (home?: string, pollSeconds = 10) => {
         heartbeat_seconds: 1,
         scheduler_poll_seconds: pollSeconds,
         auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
-      }
+      },
+      // (a once task a second and a half ahead: DeerFlow's 60 s least delay shortened)
+      scheduler: { min_once_delay_seconds: 1 }
     }
   })
   gateways.push(gateway)
@@ -123,7 +125,7 @@ describe("scheduled tasks over HTTP", () => {
     const gateway = await start(undefined, 1)
     const alice = as(gateway, ALICE)
     await alice("POST", "/api/threads", { thread_id: "daily-notes" })
-    const runAt = new Date(Date.now() + 1500).toISOString()
+    const runAt = new Date(Date.now() + 2500).toISOString()
     const task = (await alice("POST", "/api/scheduled-tasks", {
       ...trending,
       context_mode: "reuse_thread",

@@ -28,7 +28,11 @@ const call = async (gateway: TestGateway, method: string, path: string, body?: u
 describe.skipIf("skip" in pg)("scheduled tasks on gateways sharing a PostgreSQL database", () => {
   it("a task made on one is seen on the other, and each tick runs once between them", async () => {
     const url = await (pg as Postgres.Postgres).createDatabase()
-    const config = { database: { url }, gateway: { heartbeat_seconds: 1, scheduler_poll_seconds: 1 } }
+    const config = {
+      database: { url },
+      gateway: { heartbeat_seconds: 1, scheduler_poll_seconds: 1 },
+      scheduler: { min_once_delay_seconds: 1 }
+    }
     const a = await Support.start({ script: () => "Scheduled answer.", config })
     gateways.push(a)
     const b = await Support.start({ script: () => "Scheduled answer.", config })

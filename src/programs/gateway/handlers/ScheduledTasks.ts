@@ -1,8 +1,10 @@
 /**
  * The scheduled tasks endpoints (declared in `api/ScheduledTasks.ts`), over the task store and the scheduler.
  * Schedules are checked here, at the boundary (`Schedules.check`): an unknown time zone, a cron expression that
- * is not five valid fields or a `once` time in the past is refused (422) saying which. A `reuse_thread` task's
- * thread must be one of its user's. A task's thread ids are the ids its user's client knows.
+ * is not five valid fields or a `once` time less than `scheduler.min_once_delay_seconds` ahead (60 by default, as
+ * DeerFlow's) is refused (422) saying which. A `thread_id` given that no thread can have is a 422 naming it, in
+ * either mode (DeerFlow's `ThreadId` field); a `reuse_thread` task's thread must be one of its user's. A task's
+ * thread ids are the ids its user's client knows.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
@@ -10,12 +12,14 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Crypto from "node:crypto"
+import { AppConfigService } from "../../../services/AppConfig.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, GatewayError, notFound, problem } from "../api/Problem.js"
 import * as Api from "../api/ScheduledTasks.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Schedules from "../scheduler/Schedules.js"
+import * as ThreadIds from "../ThreadIds.js"
 import { Scheduler } from "../scheduler/Scheduler.js"
 import type { Task, TaskPatch, TaskRun } from "../scheduler/TaskStore.js"
 import { neverRun, TaskStore } from "../scheduler/TaskStore.js"
@@ -71,6 +75,7 @@ export const layer = (api: DeerFlowApi) =>
       const store = yield* TaskStore
       const scheduler = yield* Scheduler
       const access = yield* Access.make
+      const minOnceDelay = (yield* AppConfigService).config.scheduler.min_once_delay_seconds
 
       const stored = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.mapError(effect, (error) =>
@@ -105,8 +110,21 @@ export const layer = (api: DeerFlowApi) =>
       ) =>
         Either.match(Schedules.check(type, spec, timezone, now), {
           onLeft: (message) => Effect.fail(fail("unprocessable", `${message}.`)),
-          onRight: Effect.succeed
+          onRight: (schedule) =>
+            type === "once" && schedule.next !== null && schedule.next - now < minOnceDelay * 1000
+              ? Effect.fail(fail(
+                "unprocessable",
+                `A once schedule must be at least ${minOnceDelay} seconds in the future ` +
+                  "(scheduler.min_once_delay_seconds)."
+              ))
+              : Effect.succeed(schedule)
         })
+
+      /** A `thread_id` given: one a thread can have, or 422 naming it (in either mode, as DeerFlow's field). */
+      const threadIdGiven = (threadId: string | null | undefined) => {
+        const problem = threadId == null ? undefined : ThreadIds.newIdProblem(threadId)
+        return problem === undefined ? Effect.void : Effect.fail(fail("unprocessable", `thread_id: ${problem}.`))
+      }
 
       /** The thread a `reuse_thread` task names: one of the user's, or 404. */
       const reusable = (userId: string, threadId: string | null | undefined) =>
@@ -124,6 +142,7 @@ export const layer = (api: DeerFlowApi) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             const request = yield* Body.json(Api.TaskCreate)
+            yield* threadIdGiven(request.thread_id)
             const mode = request.context_mode ?? "fresh_thread_per_run"
             const threadId = mode === "reuse_thread" ? yield* reusable(user, request.thread_id) : null
             const now = yield* Clock.currentTimeMillis
@@ -164,6 +183,7 @@ export const layer = (api: DeerFlowApi) =>
             const existing = yield* owned(user, path.task_id)
             yield* mutable(existing)
             const request = yield* Body.json(Api.TaskPatch)
+            yield* threadIdGiven(request.thread_id)
             const patch: { -readonly [K in keyof TaskPatch]: TaskPatch[K] } = {}
             if (request.title != null) patch.title = request.title
             if (request.prompt != null) patch.prompt = request.prompt
@@ -237,7 +257,7 @@ export const layer = (api: DeerFlowApi) =>
               case "launched":
                 return json(Api.Triggered, { id: task.id, triggered: true })
               case "conflict":
-                return yield* fail("conflict", `Scheduled task ${task.id}: ${dispatched.error}.`)
+                return yield* fail("conflict", `Scheduled task ${task.id}: ${dispatched.error.replace(/\.$/, "")}.`)
               case "failed":
                 // the user's own quota refused the run's thread: theirs to free, not the gateway's fault
                 if (dispatched.refused === true) {

@@ -74,10 +74,14 @@ export const launchIds = (taskRunId: string): LaunchIds => {
   return { runId: uuidOf(digest.slice(0, 32)), threadId: uuidOf(digest.slice(32, 64)) }
 }
 
-/** Why a run could not start; `refused` when the user's own limits refused it (a quota), not a fault. */
+/**
+ * Why a run could not start; `refused` when the user's own limits refused it (a quota), not a fault; `busy` when its
+ * thread has a run going (a `reuse_thread` task's thread, busy with a run of another's starting).
+ */
 export interface LaunchError {
   readonly message: string
   readonly refused?: boolean | undefined
+  readonly busy?: boolean | undefined
 }
 
 /** What a trigger did (`refused`: see `LaunchError`). */
@@ -155,6 +159,10 @@ export const poll = (tick: Service["tick"], pollSeconds: number): Effect.Effect<
     Effect.onInterrupt(() => Effect.logInfo(STOPPED_POLLING))
   )
 
+/** What a `once` task becomes when its run ends so. */
+const onceEnd = (status: string) =>
+  status === "success" ? "completed" as const : status === "interrupted" ? "cancelled" as const : "failed" as const
+
 /** The scheduler over the task store and a launcher; its poller and run watchers end with its scope. */
 export const make = (launcher: Launcher, options: Options = {}) =>
   Effect.gen(function*() {
@@ -165,7 +173,10 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     const maxActivePerUser = options.maxActivePerUser ?? 3
     const now = Clock.currentTimeMillis
 
-    /** Records on the task the end of its last run (a `once` task ends with it). */
+    /**
+     * Records on the task the end of its last run (a `once` task ends with it: `completed`, or `cancelled` when its
+     * run was interrupted, as DeerFlow's, else `failed`).
+     */
     // (`run_count` again: the process that launched the run may have stopped before it recorded the count, and the
     // run's end is then recorded by another, which must not leave the task ended with no run counted)
     const ended = (task: Task, outcome: Pick<Outcome, "error"> & { readonly status: string }, at: string) =>
@@ -174,7 +185,7 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           last_error: outcome.status === "success" ? null : outcome.error,
           run_count: count,
           ...(task.schedule_type === "once" && task.status === "running"
-            ? { status: outcome.status === "success" ? "completed" : "failed" }
+            ? { status: onceEnd(outcome.status) }
             : {})
         }, at))
 
@@ -207,12 +218,16 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         const launched = yield* Effect.either(launcher.start(task, launchIds(run.id)))
         if (Either.isLeft(launched)) {
           const error = launched.left.message
-          yield* store.updateRun(run.id, { status: "failed", error, finished_at: iso(started) })
+          // its thread busy, as DeerFlow's overlap: a tick is skipped (a once task's one tick lost: failed), a
+          // trigger refused (409) with its run recorded failed
+          const skipped = launched.left.busy === true && run.trigger === "scheduled"
+          yield* store.updateRun(run.id, { status: skipped ? "skipped" : "failed", error, finished_at: iso(started) })
           yield* store.update(task.id, task.user_id, {
-            last_error: error,
-            last_run_at: iso(started),
+            last_error: skipped && task.schedule_type === "cron" ? null : error,
+            ...(skipped ? {} : { last_run_at: iso(started) }),
             ...(task.schedule_type === "once" && run.trigger === "scheduled" ? { status: "failed" as const } : {})
           }, iso(started))
+          if (launched.left.busy === true) return { outcome: "conflict", error } as Dispatched
           return { outcome: "failed", error, refused: launched.left.refused } as Dispatched
         }
         const { done, runId, threadId } = launched.right

@@ -1,6 +1,6 @@
 /**
  * The schedules of scheduled tasks, as DeerFlow takes them: `once` (`schedule_spec.run_at`, an ISO 8601 time; one
- * without an offset is UTC) or `cron` (`schedule_spec.cron`, five fields: minute, hour, day of month, month, day of
+ * without an offset is a wall-clock time in the task's `timezone`, as a cron's fields are) or `cron` (`schedule_spec.cron`, five fields: minute, hour, day of month, month, day of
  * week, read in the task's IANA `timezone`; with `schedule_spec.end_time`, a LangGraph cron's, no tick after that
  * time). Checked when a task is created or changed, each problem said in words; `nextRun` is the first time after
  * `now` the schedule fires (none for a `once` whose time has passed, or a cron past its end).
@@ -46,19 +46,28 @@ const parseCron = (expression: string, timezone: string): Either.Either<Cron.Cro
       (error) => `Invalid cron expression ${JSON.stringify(normal)}: ${error.message}`
     ))
 
-/** The time of a `once` schedule's `run_at`, or why it is not one. */
-const parseRunAt = (runAt: string): Either.Either<number, string> => {
+/**
+ * The time of a `once` schedule's `run_at`, or why it is not one: one without an offset is read in `zone` (a time a
+ * change of the clocks skips is read with the offset before it, as Python's `zoneinfo` reads it for DeerFlow).
+ */
+const parseRunAt = (runAt: string, zone: DateTime.TimeZone): Either.Either<number, string> => {
   if (runAt.length > MAX_SPEC_TEXT || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(runAt)) {
     return Either.left(
       "run_at must be an ISO 8601 date and time (2026-01-31T09:00:00+08:00), " +
         `not ${JSON.stringify(runAt.slice(0, 60))}`
     )
   }
-  const zoned = /(Z|[+-]\d{2}:?\d{2})$/i.test(runAt) ? runAt : `${runAt}Z`
-  const millis = Date.parse(zoned)
-  return Number.isFinite(millis)
-    ? Either.right(millis)
-    : Either.left(`run_at is not a valid time: ${JSON.stringify(runAt)}`)
+  const offset = /(Z|[+-]\d{2}:?\d{2})$/i.test(runAt)
+  const millis = Date.parse(offset ? runAt : `${runAt}Z`)
+  if (!Number.isFinite(millis)) return Either.left(`run_at is not a valid time: ${JSON.stringify(runAt)}`)
+  if (offset) return Either.right(millis)
+  return Either.fromOption(
+    Option.map(
+      DateTime.makeZoned(millis, { timeZone: zone, adjustForTimeZone: true }),
+      DateTime.toEpochMillis
+    ),
+    () => `run_at is not a valid time in the task's timezone: ${JSON.stringify(runAt)}`
+  )
 }
 
 /**
@@ -71,12 +80,13 @@ export const nextRun = (
   timezone: string,
   now: number
 ): Either.Either<number | null, string> => {
-  const zone = timezoneProblem(timezone)
-  if (zone !== undefined) return Either.left(zone)
+  const problem = timezoneProblem(timezone)
+  if (problem !== undefined) return Either.left(problem)
   if (type === "once") {
     const runAt = spec.run_at
     if (typeof runAt !== "string") return Either.left("A once schedule requires schedule_spec.run_at")
-    return Either.map(parseRunAt(runAt), (at) => (at > now ? at : null))
+    const zone = Option.getOrThrow(DateTime.zoneMakeNamed(timezone))
+    return Either.map(parseRunAt(runAt, zone), (at) => (at > now ? at : null))
   }
   const cron = spec.cron
   if (typeof cron !== "string") return Either.left("A cron schedule requires schedule_spec.cron")

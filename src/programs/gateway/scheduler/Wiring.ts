@@ -15,7 +15,7 @@ import { StoreError } from "../../../services/RunContext.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
-import { fail } from "../api/Problem.js"
+import { fail, GatewayError } from "../api/Problem.js"
 import * as Crons from "../Crons.js"
 import * as OwnerRole from "../OwnerRole.js"
 import * as Protocol from "../Protocol.js"
@@ -44,7 +44,8 @@ export const outcomeOf = (record: RunRecord): Option.Option<Scheduler.Outcome> =
     case "error":
       return Option.some({ status: "failed", error: record.error ?? "the run failed" })
     default:
-      return Option.some({ status: "interrupted", error: record.error ?? `the run ended ${record.status}` })
+      // (a run stopped, cancelled or cut off by a stopping gateway: no failure of its own, as DeerFlow's interrupt)
+      return Option.some({ status: "interrupted", error: record.error ?? "run was interrupted before completion" })
   }
 }
 
@@ -147,7 +148,10 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         metadata: { scheduled_task_id: task.id }
       })
       return { runId: ids.runId, threadId: publicId, done: run === undefined ? recorded(ids.runId) : ended(run) }
-    }).pipe(Effect.mapError(launchError))
+    }).pipe(Effect.mapError((error) => ({
+      ...launchError(error),
+      busy: error instanceof GatewayError && error.reason === "conflict"
+    })))
 
   const start: Scheduler.Launcher["start"] = (task, ids) =>
     task.cron == null
