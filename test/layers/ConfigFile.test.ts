@@ -194,6 +194,10 @@ describe("ConfigFile", () => {
       assert.strictEqual(config.sandbox.bash_command_timeout, 600)
       assert.strictEqual(config.max_recursion_limit, 1000)
       assert.deepStrictEqual(config.models, [])
+      // of its `scheduler`, the least delay of a once task is read; its poller's keys are Antler's gateway's
+      assert.strictEqual(config.scheduler.min_once_delay_seconds, 60)
+      assert.include(loaded.ignored, "scheduler.poll_interval_seconds")
+      assert.notInclude(loaded.ignored, "scheduler.min_once_delay_seconds")
     }))
 
   it.effect("the keys of DeerFlow's example that Antler does not read are named, and only those", () =>
