@@ -1,9 +1,10 @@
 /**
  * The schedules of scheduled tasks, as DeerFlow takes them: `once` (`schedule_spec.run_at`, an ISO 8601 time; one
- * without an offset is a wall-clock time in the task's `timezone`, as a cron's fields are) or `cron` (`schedule_spec.cron`, five fields: minute, hour, day of month, month, day of
- * week, read in the task's IANA `timezone`; with `schedule_spec.end_time`, a LangGraph cron's, no tick after that
- * time). Checked when a task is created or changed, each problem said in words; `nextRun` is the first time after
- * `now` the schedule fires (none for a `once` whose time has passed, or a cron past its end).
+ * without an offset is a wall-clock time in the task's `timezone`, as a cron's fields are) or `cron`
+ * (`schedule_spec.cron`, five fields: minute, hour, day of month, month, day of week, read in the task's IANA
+ * `timezone`; with `schedule_spec.end_time`, a LangGraph cron's, no tick after that time). Checked when a task is
+ * created or changed, each problem said in words; `nextRun` is the first time after `now` the schedule fires (none
+ * for a `once` whose time has passed, or a cron past its end).
  */
 import * as Cron from "effect/Cron"
 import * as DateTime from "effect/DateTime"
