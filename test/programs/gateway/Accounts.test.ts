@@ -7,6 +7,7 @@
  * DeerFlow's do with none (its auth-disabled user on an open gateway).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { browser, loginForm } from "../../support/browser.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -15,45 +16,6 @@ const TOKEN = "carol-token-0123456789abcdef"
 const script = () => "Hello."
 
 const json = (response: Response): Promise<any> => response.json()
-
-/** A browser of one account: its cookies, sent back as a browser sends them. */
-interface Browser {
-  readonly cookies: Map<string, string>
-  readonly fetch: (path: string, init?: RequestInit & { readonly csrf?: boolean }) => Promise<Response>
-}
-
-const browser = (gateway: () => TestGateway): Browser => {
-  const cookies = new Map<string, string>()
-  const take = (response: Response) => {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(";")
-      const at = pair!.indexOf("=")
-      const name = pair!.slice(0, at)
-      const value = pair!.slice(at + 1)
-      if (/max-age=0|expires=thu, 01 jan 1970/i.test(line) || value === "") cookies.delete(name)
-      else cookies.set(name, value)
-    }
-  }
-  return {
-    cookies,
-    fetch: async (path, init = {}) => {
-      const { csrf = true, ...rest } = init
-      const headers: Record<string, string> = { ...(rest.headers as Record<string, string> | undefined) }
-      if (typeof rest.body === "string" && headers["content-type"] === undefined) {
-        headers["content-type"] = "application/json"
-      }
-      if (cookies.size > 0) headers["cookie"] = [...cookies].map(([n, v]) => `${n}=${v}`).join("; ")
-      const method = (rest.method ?? "GET").toUpperCase()
-      if (csrf && method !== "GET" && cookies.has("csrf_token")) headers["x-csrf-token"] = cookies.get("csrf_token")!
-      const response = await fetch(`${gateway().url}${path}`, { ...rest, headers })
-      take(response)
-      return response
-    }
-  }
-}
-
-const loginForm = (email: string, password: string) =>
-  new URLSearchParams({ password, remember_me: "true", username: email }).toString()
 
 const FORM = { "content-type": "application/x-www-form-urlencoded" }
 

@@ -102,6 +102,7 @@ export const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["POST", "/store/items/search", "store"],
   ["POST", "/store/namespaces", "store"],
   ["GET", "/ok", "none"],
+  ["GET", "/health", "none"],
   ["GET", "/info", "none"]
 ]
 

@@ -11,7 +11,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Identity } from "../Auth.js"
-import { fail } from "../api/Problem.js"
+import { fail, GatewayError } from "../api/Problem.js"
 import type { AccountStore, OpenedSession } from "./AccountStore.js"
 import { csrfMatches } from "./AccountStore.js"
 
@@ -77,29 +77,34 @@ export interface SessionRequest {
   readonly cookies: Readonly<Record<string, string>>
 }
 
+/** The 401 of a session cookie that opens no session (made up, signed out, expired): DeerFlow's `token_invalid`. */
+const sessionEnded = new GatewayError({
+  reason: "unauthorized",
+  code: "token_invalid",
+  message: "The session has ended (signed out, expired or the password changed): sign in again."
+})
+
 /**
- * Who a request's session cookie stands for: 401 without a session that lasts, 403 when it changes something
+ * Who a request's session cookie stands for: 401 without a session that lasts (DeerFlow's `code`, `not_authenticated`
+ * without a cookie, `token_invalid` with one that opens none, beside the problem), 403 when it changes something
  * without the session's CSRF token.
  */
 export const identify = (store: AccountStore, request: SessionRequest) =>
   Effect.gen(function*() {
     const token = request.cookies[ACCESS_COOKIE]
-    if (token === undefined || token === "" || token.length > 256) {
-      return yield* fail(
-        "unauthorized",
-        "Not signed in: sign in (POST /api/v1/auth/login/local) or send an API token (Authorization: Bearer)."
-      )
+    if (token === undefined || token === "") {
+      return yield* new GatewayError({
+        reason: "unauthorized",
+        code: "not_authenticated",
+        message: "Not signed in: sign in (POST /api/v1/auth/login/local) or send an API token (Authorization: Bearer)."
+      })
     }
+    if (token.length > 256) return yield* sessionEnded
     const found = yield* Effect.mapError(
       store.session(token),
       (error) => fail("internal", `Cannot read the sessions: ${error.message}`)
     )
-    if (Option.isNone(found)) {
-      return yield* fail(
-        "unauthorized",
-        "The session has ended (signed out, expired or the password changed): sign in again."
-      )
-    }
+    if (Option.isNone(found)) return yield* sessionEnded
     if (STATE_CHANGING.has(request.method.toUpperCase())) {
       const header = request.headers[CSRF_HEADER]
       if (header === undefined || header === "") {

@@ -31,6 +31,8 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
     "internal"
   ),
   message: Schema.String,
+  /** DeerFlow's `code`, of a refusal its app tells apart (`not_authenticated`...): sent with `detail` as `message`. */
+  code: Schema.optional(Schema.String),
   cause: Schema.optional(Schema.Defect)
 }) {}
 
@@ -68,16 +70,19 @@ export const Problem = Schema.Struct({
   type: Schema.String,
   title: Schema.String,
   status: Schema.Int,
-  detail: Schema.String.annotations({ description: "What was wrong, and where" })
+  detail: Schema.String.annotations({ description: "What was wrong, and where" }),
+  code: Schema.optional(Schema.String.annotations({ description: "DeerFlow's code of an auth refusal" })),
+  message: Schema.optional(Schema.String.annotations({ description: "With a code: the detail again (DeerFlow's)" }))
 }).annotations({ identifier: "Problem", description: "A refusal (RFC 9457 problem details)" }).pipe(
   HttpApiSchema.withEncoding({ kind: "Json", contentType: "application/problem+json" })
 )
 
-const problemBody = (status: number, detail: string): typeof Problem.Type => ({
+const problemBody = (status: number, detail: string, code?: string): typeof Problem.Type => ({
   type: "about:blank",
   title: TITLES[status] ?? "Error",
   status,
-  detail
+  detail,
+  ...(code === undefined ? {} : { code, message: detail })
 })
 
 const reasonOf = (status: number): GatewayError["reason"] =>
@@ -87,8 +92,13 @@ const reasonOf = (status: number): GatewayError["reason"] =>
 /** A gateway error as the problem it is sent as. */
 export const GatewayProblem = Schema.transform(Problem, Schema.instanceOf(GatewayError), {
   strict: true,
-  decode: (body) => new GatewayError({ reason: reasonOf(body.status), message: body.detail }),
-  encode: (error) => problemBody(statusOf(error.reason), error.message)
+  decode: (body) =>
+    new GatewayError({
+      reason: reasonOf(body.status),
+      message: body.detail,
+      ...(body.code === undefined ? {} : { code: body.code })
+    }),
+  encode: (error) => problemBody(statusOf(error.reason), error.message, error.code)
 })
 
 /** The refusals of one status an endpoint declares (for its description; every refusal is sent as a problem). */
@@ -121,8 +131,8 @@ export const serverFault = (what: string, log: string, cause?: unknown): Effect.
   )
 
 /** A JSON problem response (RFC 9457). */
-export const problem = (status: number, detail: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson(problemBody(status, detail), {
+export const problem = (status: number, detail: string, headers: Record<string, string> = {}, code?: string) =>
+  HttpServerResponse.unsafeJson(problemBody(status, detail, code), {
     status,
     contentType: "application/problem+json",
     headers
@@ -184,7 +194,8 @@ export const respondError = (cause: Cause.Cause<unknown>) => {
       problem(
         statusOf(error.reason),
         error.message,
-        error.reason === "unauthorized" ? { "www-authenticate": "Bearer" } : {}
+        error.reason === "unauthorized" ? { "www-authenticate": "Bearer" } : {},
+        error.code
       )
     )
   }

@@ -10,5 +10,6 @@ export const layer = (api: LangGraphApi) =>
   HttpApiBuilder.group(api, "health", (handlers) =>
     handlers
       .handleRaw("ok", () => Effect.succeed(json(Health.Ok, { ok: true })))
+      .handleRaw("health", () => Effect.succeed(json(Health.Healthy, { status: "healthy", service: "antler-gateway" })))
       .handleRaw("info", () =>
         Effect.succeed(json(Health.Info, { version: "antler", flags: { assistants: true, crons: true } }))))
