@@ -11,7 +11,8 @@
  * the next run, a call that started and has no result is answered "interrupted, may have partly run" and the
  * model decides. A thread has one active run at a time, across processes (a lease in the store). A run never
  * fails: how it ended (completed, capped, interrupted for a question, cancelled, failed) is its last event.
- * A run cancelled while the model streams its answer keeps what was streamed of it (`PartialAnswer`).
+ * A run cancelled while the model streams its answer keeps what was streamed of it (`PartialAnswer`). This module
+ * takes a turn from its start to its end; the loop itself is `RunLoop`, a step's tool calls `RunToolCalls`.
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -28,11 +29,10 @@ import * as Scope from "effect/Scope"
 import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
 import * as RunFrame from "../middleware/internal/RunFrame.js"
-import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunOptions, RunServices } from "../services/RunContext.js"
-import { RecursionLimitReached, RunContext, RunState, StoreError } from "../services/RunContext.js"
+import { RunContext, RunState } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent, RunUsage, StopReason } from "../services/RunEvents.js"
 import { RunEvents } from "../services/RunEvents.js"
 import { RunHandover } from "../services/RunHandover.js"
@@ -40,18 +40,15 @@ import type { Lost } from "../services/RunSettlement.js"
 import { LAPSED, RunSettlement } from "../services/RunSettlement.js"
 import type { LeaseHolder } from "../services/ThreadStore.js"
 import { ThreadStore } from "../services/ThreadStore.js"
-import * as Tool from "../services/Tool.js"
-import * as Tracing from "../services/Tracing.js"
-import type { Interrupt, ToolResult } from "../services/ToolService.js"
 import { ToolService } from "../services/ToolService.js"
-import type { AIMessage, Message, ToolCall } from "../state/Message.js"
+import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import type { ReducerError } from "../state/Reducers.js"
-import type { BackgroundTask, StateUpdate, ThreadState } from "../state/ThreadState.js"
+import type { BackgroundTask, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
-import { extend } from "../state/internal/Objects.js"
 import * as PartialAnswer from "./PartialAnswer.js"
+import * as RunLoop from "./RunLoop.js"
 import * as RunStateHolder from "./RunStateHolder.js"
+import { interruptedResults } from "./RunToolCalls.js"
 import { appendLeased, busyMessage, LeaseTtl, lostMessage, notOwnedError, takeLease } from "./ThreadLease.js"
 
 /** What to run. */
@@ -88,252 +85,8 @@ export const defaultOptions: RunOptions = { recursionLimit: 100, toolConcurrency
 // (a run's lease on its thread: its life, its taking, what a run is told busy, lost or lapsed)
 export { busyMessage, LAPSED_REASON, LEASE_TTL_MS, LeaseTtl, lostMessage, takeLease } from "./ThreadLease.js"
 
-/** The content of the synthetic result written for a tool call that started and never returned. */
-export const INTERRUPTED_TOOL_RESULT =
-  "[Tool call was interrupted before it returned a result (the run was cancelled or its process stopped). " +
-  "It may have partly run: check its effects before repeating it.]"
-
-/** Tool calls of the last AI message that have no result after it. */
-export const danglingCalls = (messages: ReadonlyArray<Message>): ReadonlyArray<ToolCall> => {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i]!
-    if (message.type !== "ai") continue
-    const calls = M.toolCalls(message)
-    if (calls.length === 0) return []
-    const answered = new Set<string>()
-    for (let j = i + 1; j < messages.length; j++) {
-      const later = messages[j]!
-      if (later.type === "tool") answered.add(later.tool_call_id)
-    }
-    return calls.filter((call) => !answered.has(call.id))
-  }
-  return []
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The loop
-
-const invalidCallResult = (call: M.InvalidToolCall, index: number, message: AIMessage): ToolResult => ({
-  message: M.tool(
-    call.error
-      ? `Error: The arguments of this tool call are not valid JSON (${call.error.slice(0, 500)}). Nothing was run. ` +
-        `Send the call again with a JSON object as arguments.`
-      : `Error: The arguments of this tool call are not valid JSON. Nothing was run. ` +
-        `Send the call again with a JSON object as arguments.`,
-    M.invalidCallId(message, call, index),
-    { name: call.name || "unknown_tool", status: "error" }
-  )
-})
-
-// The last resort when no ToolErrorHandling is in the chain: the same description, without its metadata.
-const failedCallResult = (call: ToolCall, cause: Cause.Cause<unknown>): ToolResult => {
-  const failure = Cause.failureOption(cause)
-  const { type, detail } = describeFailure(Option.isSome(failure) ? failure.value : Cause.squash(cause))
-  return Tool.errorResult(call, `Error: Tool '${call.name}' failed with ${type}: ${truncateDetail(detail)}`)
-}
-
-interface Step {
-  readonly model: ModelService["Type"]
-  readonly tools: ToolService["Type"]
-  /** The names of the run's tools (fixed for the run). */
-  readonly known: ReadonlySet<string>
-  readonly unknownTool: ((name: string) => string | undefined) | undefined
-  /** The names of the run's read-only tools (their calls need no durable record before they run). */
-  readonly readOnly: ReadonlySet<string>
-  readonly holder: RunStateHolder.Holder
-  readonly context: RunContext["Type"]
-  readonly checkpoint: Effect.Effect<void, StoreError>
-  /** Fails as `checkpoint` does when the run no longer owns its thread (its lease lost, or lapsed): writes nothing. */
-  readonly owned: Effect.Effect<void, StoreError>
-  readonly systemPrompt: string | undefined
-  readonly options: RunOptions
-  /** The tool-call ids of the thread so far (every new call gets an id of its own). */
-  readonly callIds: Set<string>
-}
-
-/** The ids of every tool call in a history. */
-const callIdsOf = (messages: ReadonlyArray<Message>): Set<string> => {
-  const ids = new Set<string>()
-  for (const message of messages) if (message.type === "ai") recordCallIds(message, ids)
-  return ids
-}
-
-/** Records the ids of a message's tool calls (valid and invalid) in `seen`. */
-const recordCallIds = (message: AIMessage, seen: Set<string>): AIMessage => {
-  for (const call of M.toolCalls(message)) seen.add(call.id)
-  message.invalid_tool_calls?.forEach((call, i) => seen.add(M.invalidCallId(message, call, i)))
-  return message
-}
-
-const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =>
-  Effect.gen(function*() {
-    if (interrupt !== undefined) {
-      const payload = interrupt.payload
-      return { type: "run_end", status: "interrupted", stop_reason: "interrupted", interrupt: payload } as const
-    }
-    const reason: StopReason = (yield* step.context.stopReason) ?? "completed"
-    return { type: "run_end", status: "success", stop_reason: reason } as const
-  })
-
-// (no stack trace: capturing one for every tool call costs more than the rest of the span)
-const toolSpan = (call: ToolCall) => ({
-  attributes: { "tool.name": call.name, "tool.call_id": call.id },
-  captureStackTrace: false
-})
-
-/** A tool call in its `Tool.call` span (when the app traces). */
-const traced = <A, E, R>(call: ToolCall, effect: Effect.Effect<A, E, R>) =>
-  Effect.withSpan(effect, "Tool.call", toolSpan(call))
-
-const callTools = (
-  step: Step,
-  ports: RunFrame.Resolved,
-  message: AIMessage,
-  tracing: boolean
-): Effect.Effect<Interrupt | undefined, ReducerError, RunServices> =>
-  Effect.suspend(() => {
-    const calls = M.toolCalls(message)
-    const known = step.known
-    const results: Array<ToolResult | undefined> = new Array(calls.length)
-    let interrupt: Interrupt | undefined
-    // (the result kept in the handler that takes the call's end: one effect step, not a catch and a map)
-    const one = (call: ToolCall, index: number): Effect.Effect<void, never, RunServices> => {
-      if (!known.has(call.name)) {
-        return Effect.sync(() => {
-          const why = step.unknownTool?.(call.name)
-          results[index] = Tool.errorResult(
-            call,
-            `Error: Tool '${call.name}' does not exist. Available tools: ${[...known].join(", ") || "(none)"}.` +
-              (why === undefined ? "" : ` (${why}.)`)
-          )
-        })
-      }
-      return Effect.matchCauseEffect(tracing ? traced(call, ports.call(call)) : ports.call(call), {
-        onFailure: (cause) => {
-          const failure = Cause.failureOption(cause)
-          if (Option.isSome(failure) && failure.value._tag === "Interrupt") {
-            interrupt ??= failure.value
-            results[index] = failure.value.result
-            return Effect.void
-          }
-          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-          results[index] = failedCallResult(call, cause)
-          return Effect.void
-        },
-        onSuccess: (result) => {
-          results[index] = result
-          return Effect.void
-        }
-      })
-    }
-    // The results, in the calls' order, applied now (the run's own writes); the first failure, if one fails.
-    const applyAll = (synthesizeMissing: boolean): ReducerError | undefined => {
-      const writes: Array<Message> = []
-      let updates: Array<readonly [StateUpdate, string]> | undefined
-      for (let i = 0; i < calls.length; i++) {
-        const result = results[i]
-        if (result === undefined) {
-          if (synthesizeMissing) {
-            writes.push(M.tool(INTERRUPTED_TOOL_RESULT, calls[i]!.id, { name: calls[i]!.name, status: "error" }))
-          }
-          continue
-        }
-        writes.push(result.message)
-        if (result.update !== undefined) (updates ??= []).push([result.update, calls[i]!.id])
-      }
-      message.invalid_tool_calls?.forEach((call, i) => writes.push(invalidCallResult(call, i, message).message))
-      const apply = step.holder.apply
-      if (writes.length > 0) {
-        const failed = apply({ messages: writes })
-        if (failed !== undefined) return failed
-      }
-      if (updates !== undefined) {
-        for (const [update, callId] of updates) {
-          const failed = apply(update, callId)
-          if (failed !== undefined) return failed
-        }
-      }
-      return undefined
-    }
-    const running = calls.length === 1
-      ? one(calls[0]!, 0)
-      : Effect.forEach(calls, one, { concurrency: step.options.toolConcurrency, discard: true })
-    // (one handler for both endings: `onInterrupt` then `zipRight` cost ten effect steps more, on every step)
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.matchCauseEffect(restore(running), {
-        // cancelled: what completed is saved, the rest answered "interrupted"
-        onFailure: (cause) => {
-          if (Cause.isInterruptedOnly(cause)) applyAll(true)
-          return Effect.failCause(cause)
-        },
-        onSuccess: () => {
-          const failed = applyAll(false)
-          return failed === undefined ? Effect.succeed(interrupt) : Effect.fail(failed)
-        }
-      })
-    )
-  })
-
-const loop = (step: Step) =>
-  Effect.gen(function*() {
-    const settings = {
-      modelName: step.options.modelName,
-      thinkingEnabled: step.options.thinkingEnabled,
-      reasoningEffort: step.options.reasoningEffort,
-      ...(step.options.temperature !== undefined ? { temperature: step.options.temperature } : {}),
-      ...(step.options.maxTokens !== undefined ? { maxTokens: step.options.maxTokens } : {})
-    }
-    // the run's wrappers, resolved once: every call of the loop goes straight through them
-    const ports = yield* RunFrame.resolve(step.model, step.tools)
-    // whether the app traces, read once: the tool calls' spans are made only then
-    const tracing = yield* Tracing.traced
-    for (let calls = 0;; calls++) {
-      yield* step.checkpoint
-      if (calls >= step.options.recursionLimit) {
-        const error = new RecursionLimitReached({ limit: step.options.recursionLimit })
-        return {
-          type: "run_end",
-          status: "error",
-          stop_reason: "recursion_limit",
-          error: { name: error._tag, message: error.message }
-        } as RunEndEvent
-      }
-      const state = step.holder.current()
-      const response = yield* ports.generate({
-        systemPrompt: step.systemPrompt,
-        messages: state.messages,
-        tools: step.tools.definitions,
-        settings
-      })
-      // every call under an id of its own in the thread, so each runs once and is answered once
-      const message = recordCallIds(M.uniqueToolCallIds(response.message, step.callIds), step.callIds)
-      const extra = response.update
-      const failed = step.holder.apply(
-        extra === undefined
-          ? { messages: [message] }
-          : extend(extra, { messages: [...(extra.messages ?? []), message] })
-      )
-      if (failed !== undefined) return yield* Effect.fail(failed)
-      if (response.failure !== undefined) {
-        yield* step.checkpoint
-        return { type: "run_end", status: "error", stop_reason: "error", error: response.failure } as RunEndEvent
-      }
-      if (!M.hasToolCalls(message)) {
-        yield* step.checkpoint
-        return yield* finish(step)
-      }
-      // The model's message, with its tool calls, is durable before a tool that may change something runs:
-      // a crash then never makes the run execute a call twice. Calls of read-only tools need no such record.
-      // (and no tool starts once the run no longer owns its thread: its lease taken, or its life ran out)
-      if (!M.toolCalls(message).every((call) => step.readOnly.has(call.name))) yield* step.checkpoint
-      else yield* step.owned
-      const interrupt = yield* callTools(step, ports, message, tracing)
-      if (interrupt !== undefined) {
-        yield* step.checkpoint
-        return yield* finish(step, interrupt)
-      }
-    }
-  })
+// (what a call a crash or a cancellation left open is answered, and which calls are open)
+export { danglingCalls, INTERRUPTED_TOOL_RESULT } from "./RunToolCalls.js"
 
 /**
  * The token usage of a run: what its model calls (the lead agent's, its subagents' and the middlewares' own) added
@@ -359,10 +112,6 @@ const errorEnd = (cause: Cause.Cause<unknown>, reason: StopReason = "error"): Ru
     error: { name: String(error?._tag ?? error?.name ?? "Error"), message: String(error?.message ?? error) }
   }
 }
-
-/** The tool results that close calls left open (by a crash, or a cancellation), marked interrupted. */
-const interruptedResults = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> =>
-  danglingCalls(messages).map((call) => M.tool(INTERRUPTED_TOOL_RESULT, call.id, { name: call.name, status: "error" }))
 
 /**
  * Runs one turn of a thread to its end, sending every event to `emit`. Never fails: failures end the run
@@ -495,7 +244,7 @@ export const execute = <E = never, R = never>(
 
     const withPorts = (ports: Context.Context<Ports>) => Effect.gen(function*() {
       const tools = Context.get(ports, ToolService)
-      const step: Step = {
+      const step: RunLoop.Step = {
         model: Context.get(ports, ModelService),
         tools,
         known: new Set(tools.definitions.map((d) => d.name)),
@@ -507,7 +256,7 @@ export const execute = <E = never, R = never>(
         owned,
         systemPrompt: input.systemPrompt,
         options,
-        callIds: callIdsOf(holder.current().messages)
+        callIds: RunLoop.callIdsOf(holder.current().messages)
       }
       // calls a crash left open are answered before anything else, so the model sees what may have partly run
       const state = holder.current()
@@ -518,7 +267,7 @@ export const execute = <E = never, R = never>(
       if (open.length > 0 || messages.length > 0 || "title" in title || "background_tasks" in tasks) {
         yield* holder.service.update({ messages: [...open, ...messages], ...title, ...tasks })
       }
-      return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(
+      return yield* Context.get(ports, AgentHooks).around(RunLoop.loop(step)).pipe(
         Effect.provide(inRun),
         Effect.onExit((exit) => RunFrame.closeRunFrame(frame, exit))
       )
