@@ -8,52 +8,41 @@
  *
  * Tables are prefixed `antler_` so the store can live in a database other programs use. Appends to one thread
  * lock its row first, so their `seq` order is their commit order even when two processes append at once.
- * A database written by a newer build (a higher schema version) is refused rather than misread.
+ * A database written by a newer build (a higher schema version) is refused rather than misread. This module keeps
+ * the threads and their checkpoints; their summaries are `store/PgThreadSummaries`, their runs' records
+ * `store/PgRuns`, their leases `store/PgLeases`.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { StoreError } from "../services/RunContext.js"
 import type { AppendOptions, LoadedThread, RunRecord } from "../services/ThreadStore.js"
 import {
   deleteBusyMessage,
   fencedMessage,
-  keptMetadata,
   LEASE_FENCED,
   leaseRunOf,
   leaseBlocks,
   leaseHeldBy,
-  leaseOwner,
   ThreadStore,
   withSpans
 } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import type { StateUpdate } from "../state/ThreadState.js"
-import * as PgPool from "./store/PgPool.js"
-import { migrations, SCHEMA_VERSION } from "./store/PgMigrations.js"
 import { checkpointOf } from "./store/Codec.js"
 import { checkpointRecords, foldCheckpoints } from "./store/Fold.js"
-import {
-  countOf,
-  decodeBytesRows,
-  decodeMetadata,
-  decodeRows,
-  decodeRunEventsRows,
-  decodeRunRows,
-  decodeThreadRows,
-  iso,
-  mergeBounded,
-  runEventsText,
-  threadSummary,
-  toStoreError
-} from "./store/Rows.js"
+import * as PgAccess from "./store/PgAccess.js"
+import * as PgLeases from "./store/PgLeases.js"
+import { migrate } from "./store/PgMigrations.js"
+import * as PgPool from "./store/PgPool.js"
+import * as PgRuns from "./store/PgRuns.js"
+import * as PgThreadSummaries from "./store/PgThreadSummaries.js"
+import { decodeBytesRows, decodeMetadata, decodeRows, decodeRunRows, iso, mergeBounded } from "./store/Rows.js"
 
 /** Options of the Postgres store. */
 export interface Options {
@@ -66,29 +55,6 @@ export interface Options {
 }
 
 export { migrations, SCHEMA_VERSION } from "./store/PgMigrations.js"
-
-// An arbitrary constant: the advisory lock that serialises migrations of processes starting at once.
-const MIGRATION_LOCK = 7_246_114_337
-
-const RUN_COLUMNS = `run_id, thread_id, status, stop_reason, started_at, ended_at, error, metadata`
-const LAST_CHECKPOINT_AT =
-  `(SELECT c.created_at FROM antler_checkpoints c WHERE c.thread_id = t.thread_id ORDER BY c.seq DESC LIMIT 1)`
-const LAST_RUN = (column: string) =>
-  `(SELECT r.${column} FROM antler_runs r WHERE r.thread_id = t.thread_id
-    ORDER BY r.started_at DESC, r.ord DESC LIMIT 1)`
-const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at, COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at,
-  (SELECT COUNT(*) FROM antler_checkpoints c WHERE c.thread_id = t.thread_id) AS checkpoints, t.owner, t.metadata,
-  ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,
-  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at`
-const THREADS_FROM = `antler_threads t LEFT JOIN antler_leases l ON l.thread_id = t.thread_id`
-
-// the driver gives a BIGINT as text
-const LeaseRow = Schema.Struct({
-  run_id: Schema.String,
-  owner: Schema.String,
-  expires_at: Schema.Union(Schema.Number, Schema.NumberFromString)
-})
-const decodeLeaseRows = Schema.decodeUnknownEither(Schema.Array(LeaseRow))
 
 /** Where a URL points, without its credentials (for messages). */
 export const describeUrl = (url: string): string => {
@@ -114,43 +80,12 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       what: where
     })
 
-    const run = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
-      Effect.mapError(body, toStoreError(operation, what))
-    const transaction = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
-      run(sql.withTransaction(body), operation, what)
-    /** A read transaction that sees one snapshot of the database. */
-    const snapshot = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
-      transaction(Effect.zipRight(sql.unsafe("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"), body), operation, what)
-    const q = (text: string, params: ReadonlyArray<unknown> = []) =>
-      sql.unsafe<{ readonly [column: string]: unknown; readonly seq: unknown; readonly updates: unknown }>(
-        text,
-        params as Array<unknown>
-      )
-
-    yield* transaction(
-      Effect.gen(function*() {
-        yield* q(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
-        yield* q(`CREATE TABLE IF NOT EXISTS antler_schema (version INTEGER NOT NULL)`)
-        const rows = yield* q(`SELECT version FROM antler_schema`)
-        const version = rows.length === 0 ? 0 : Number(rows[0]!.version)
-        if (version > SCHEMA_VERSION) {
-          return yield* new StoreError({
-            operation: "open",
-            message: `Cannot open ${where}: it has schema version ${version}, written by a newer Antler; ` +
-              `this build reads up to ${SCHEMA_VERSION}`
-          })
-        }
-        for (let v = version; v < SCHEMA_VERSION; v++) for (const statement of migrations[v]!) yield* q(statement)
-        if (rows.length === 0) yield* q(`INSERT INTO antler_schema (version) VALUES ($1)`, [SCHEMA_VERSION])
-        else if (version < SCHEMA_VERSION) yield* q(`UPDATE antler_schema SET version = $1`, [SCHEMA_VERSION])
-      }),
-      "open",
-      `Cannot migrate ${where}`
-    )
+    const access = PgAccess.make(sql)
+    const { q, run, snapshot, transaction } = access
+    yield* migrate(access, where)
 
     const now = Effect.map(Clock.currentTimeMillis, iso)
-    // (this process, as the owner of the leases it takes)
-    const owner = leaseOwner()
+    const leases = PgLeases.make(access)
     const ensureThread = (threadId: string, at: string, owner: string | null = null, metadata: string | null = null) =>
       q(
         `INSERT INTO antler_threads (thread_id, created_at, updated_at, owner, metadata) VALUES ($1, $2, $2, $3, $4)
@@ -195,12 +130,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
               // no other process takes the lease between this check and the write
               const leased = leaseRunOf(runId, options)
               if (leased !== undefined) {
-                const leases = yield* q(
-                  `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR SHARE`,
-                  [threadId]
-                )
-                const [holder] = yield* decodeRows(decodeLeaseRows, leases, "append", "The lease table")
-                if (!leaseHeldBy(holder, leased, owner)) {
+                const holder = yield* leases.holder(threadId, "SHARE", "append")
+                if (!leaseHeldBy(holder, leased, leases.owner)) {
                   return yield* new StoreError({
                     operation: LEASE_FENCED,
                     message: fencedMessage(threadId, leased, holder)
@@ -251,7 +182,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
               [threadId]
             )
             const runs = yield* q(
-              `SELECT ${RUN_COLUMNS} FROM antler_runs WHERE thread_id = $1 ORDER BY started_at, ord`,
+              `SELECT ${PgRuns.RUN_COLUMNS} FROM antler_runs WHERE thread_id = $1 ORDER BY started_at, ord`,
               [threadId]
             )
             return { threads, checkpoints, runs }
@@ -273,140 +204,6 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           checkpoints: read.checkpoints.length,
           runs: records
         })
-      })
-
-    const upsertRun = (record: RunRecord) =>
-      q(
-        `INSERT INTO antler_runs (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-          ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
-          stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at,
-          error = COALESCE(excluded.error, antler_runs.error),
-          metadata = COALESCE(excluded.metadata, antler_runs.metadata)`,
-        [
-          record.run_id,
-          record.thread_id,
-          record.status,
-          record.stop_reason,
-          record.started_at,
-          record.ended_at,
-          record.error == null ? null : redactor.text(record.error),
-          record.metadata == null ? null : JSON.stringify(redactor.value(record.metadata))
-        ]
-      )
-    // the run as stored, its row locked until the transaction ends (no write in between)
-    const lockedRun = (runId: string, operation: string) =>
-      Effect.flatMap(
-        q(`SELECT ${RUN_COLUMNS} FROM antler_runs WHERE run_id = $1 FOR UPDATE`, [runId]),
-        (rows) => Effect.map(decodeRows(decodeRunRows, rows, operation, "The run table"), (runs) => runs[0])
-      )
-
-    const saveRun: ThreadStore["Type"]["saveRun"] = (record) =>
-      Effect.flatMap(now, (at) =>
-        transaction(
-          Effect.gen(function*() {
-            yield* ensureThread(record.thread_id, at)
-            // (its feedback, written by `updateRun` alone, as stored)
-            const stored = record.metadata == null ? undefined : yield* lockedRun(record.run_id, "saveRun")
-            const metadata = record.metadata == null ? record.metadata : keptMetadata(record.metadata, stored?.metadata)
-            yield* upsertRun({ ...record, metadata })
-          }),
-          "saveRun",
-          `Cannot save run "${record.run_id}" of thread "${record.thread_id}"`
-        ))
-
-    const updateRun: ThreadStore["Type"]["updateRun"] = (threadId, runId, change) =>
-      transaction(
-        Effect.gen(function*() {
-          const stored = yield* lockedRun(runId, "updateRun")
-          if (stored === undefined || stored.thread_id !== threadId) return undefined
-          const metadata = change(stored)
-          if (metadata === undefined) return undefined
-          const written = { ...stored, metadata }
-          yield* upsertRun(written)
-          return written
-        }),
-        "updateRun",
-        `Cannot update run "${runId}" of thread "${threadId}"`
-      )
-
-    const summaries = (rows: ReadonlyArray<unknown>, operation: "list" | "listOwned") =>
-      Effect.gen(function*() {
-        const millis = yield* Clock.currentTimeMillis
-        return (yield* decodeRows(decodeThreadRows, rows, operation, "The thread table")).map((row) =>
-          threadSummary(row, millis)
-        )
-      })
-
-    const list: ThreadStore["Type"]["list"] = Effect.flatMap(
-      run(
-        q(`SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.ord DESC`),
-        "list",
-        "Cannot list threads"
-      ),
-      (rows) => summaries(rows, "list")
-    )
-
-    const listOwned: ThreadStore["Type"]["listOwned"] = (owner, unowned) =>
-      Effect.flatMap(
-        run(
-          q(
-            `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.owner = $1 OR ($2 AND t.owner IS NULL)
-              ORDER BY updated_at DESC, t.ord DESC`,
-            [owner, unowned]
-          ),
-          "listOwned",
-          `Cannot list the threads of ${owner}`
-        ),
-        (rows) => summaries(rows, "listOwned")
-      )
-
-    const countOwned: ThreadStore["Type"]["countOwned"] = (owner, unowned) =>
-      Effect.flatMap(
-        run(
-          q(`SELECT COUNT(*) AS n FROM antler_threads WHERE owner = $1 OR ($2 AND owner IS NULL)`, [owner, unowned]),
-          "countOwned",
-          `Cannot count the threads of ${owner}`
-        ),
-        (rows) => countOf(rows, "countOwned")
-      )
-
-    const bytesOf: ThreadStore["Type"]["bytesOf"] = (threadId) =>
-      Effect.flatMap(
-        run(
-          q(
-            `SELECT t.bytes, t.owner, COALESCE(o.bytes, 0) AS owned FROM antler_threads t
-              LEFT JOIN antler_owner_bytes o ON o.owner = COALESCE(t.owner, '') WHERE t.thread_id = $1`,
-            [threadId]
-          ),
-          "bytesOf",
-          `Cannot read thread "${threadId}"`
-        ),
-        (rows) => Effect.map(decodeRows(decodeBytesRows, rows, "bytesOf", "The thread table"), (found) => found[0])
-      )
-
-    const bytesOwned: ThreadStore["Type"]["bytesOwned"] = (owner, unowned) =>
-      Effect.flatMap(
-        run(
-          q(
-            `SELECT COALESCE(SUM(bytes), 0) AS n FROM antler_owner_bytes WHERE owner = $1 OR ($2 AND owner = '')`,
-            [owner, unowned]
-          ),
-          "bytesOwned",
-          `Cannot count the bytes of the threads of ${owner}`
-        ),
-        (rows) => countOf(rows, "bytesOwned")
-      )
-
-    const info: ThreadStore["Type"]["info"] = (threadId) =>
-      Effect.gen(function*() {
-        const rows = yield* run(
-          q(`SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = $1`, [threadId]),
-          "info",
-          `Cannot read thread "${threadId}"`
-        )
-        const threads = yield* decodeRows(decodeThreadRows, rows, "info", "The thread table")
-        const millis = yield* Clock.currentTimeMillis
-        return threads.length === 0 ? Option.none() : Option.some(threadSummary(threads[0]!, millis))
       })
 
     const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch, options) =>
@@ -439,11 +236,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         transaction(
           Effect.gen(function*() {
             // the lease row (when there is one) locked: its run cannot renew it while the thread is deleted
-            const leases = yield* q(
-              `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR UPDATE`,
-              [threadId]
-            )
-            const [holder] = yield* decodeRows(decodeLeaseRows, leases, "delete", "The lease table")
+            const holder = yield* leases.holder(threadId, "UPDATE", "delete")
             if (leaseBlocks(holder, { threadId, runId: "", ttlMs: 0, now: millis })) {
               return yield* new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) })
             }
@@ -492,126 +285,19 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         `Cannot roll back run "${runId}" of thread "${threadId}"`
       )
 
-    const runs: ThreadStore["Type"]["runs"] = (filter) =>
-      Effect.gen(function*() {
-        const where: Array<string> = []
-        const params: Array<string> = []
-        const add = (column: string, value: string | undefined) => {
-          if (value === undefined) return
-          params.push(value)
-          where.push(`${column} = $${params.length}`)
-        }
-        add("thread_id", filter.threadId)
-        add("run_id", filter.runId)
-        add("status", filter.status)
-        const rows = yield* run(
-          q(
-            `SELECT ${RUN_COLUMNS} FROM antler_runs${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ` +
-              `ORDER BY started_at, ord`,
-            params
-          ),
-          "runs",
-          "Cannot read runs"
-        )
-        return yield* decodeRows(decodeRunRows, rows, "runs", "The run table")
-      })
-
-    const acquireLease: ThreadStore["Type"]["acquireLease"] = (request) =>
-      transaction(
-        Effect.gen(function*() {
-          const expires = request.now + request.ttlMs
-          const inserted = yield* q(
-            `INSERT INTO antler_leases (thread_id, run_id, owner, expires_at) VALUES ($1, $2, $3, $4)
-              ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id`,
-            [request.threadId, request.runId, owner, expires]
-          )
-          if (inserted.length > 0) return undefined
-          // the row exists: lock it, then decide
-          const rows = yield* q(`SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR UPDATE`, [
-            request.threadId
-          ])
-          const [holder] = yield* decodeRows(decodeLeaseRows, rows, "lease", "The lease table")
-          if (leaseBlocks(holder, request, owner)) return holder
-          yield* q(`UPDATE antler_leases SET run_id = $2, owner = $3, expires_at = $4 WHERE thread_id = $1`, [
-            request.threadId,
-            request.runId,
-            owner,
-            expires
-          ])
-          return undefined
-        }),
-        "lease",
-        `Cannot take the lease of thread "${request.threadId}"`
-      )
-
-    const releaseLease: ThreadStore["Type"]["releaseLease"] = (threadId, runId) =>
-      Effect.asVoid(run(
-        q(`DELETE FROM antler_leases WHERE thread_id = $1 AND run_id = $2 AND owner = $3`, [threadId, runId, owner]),
-        "lease",
-        `Cannot release the lease of thread "${threadId}"`
-      ))
-
-    const saveRunEvents: ThreadStore["Type"]["saveRunEvents"] = (threadId, runId, events) =>
-      Effect.asVoid(run(
-        q(
-          `INSERT INTO antler_run_events (run_id, thread_id, events) VALUES ($1, $2, $3)
-            ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, events = excluded.events`,
-          [runId, threadId, runEventsText(events, redactor)]
-        ),
-        "saveRunEvents",
-        `Cannot save the events of run "${runId}" of thread "${threadId}"`
-      ))
-
-    const runEvents: ThreadStore["Type"]["runEvents"] = (threadId, runId) =>
-      Effect.gen(function*() {
-        const rows = yield* run(
-          q(`SELECT events FROM antler_run_events WHERE run_id = $1 AND thread_id = $2`, [runId, threadId]),
-          "runEvents",
-          `Cannot read the events of run "${runId}"`
-        )
-        const decoded = yield* decodeRows(decodeRunEventsRows, rows, "runEvents", "The run event table")
-        return decoded[0]?.events ?? []
-      })
-
-    const deleteRun: ThreadStore["Type"]["deleteRun"] = (threadId, runId) =>
-      transaction(
-        Effect.gen(function*() {
-          const deleted = yield* q(
-            `DELETE FROM antler_runs WHERE thread_id = $1 AND run_id = $2 AND status NOT IN ('pending', 'running')
-              RETURNING run_id`,
-            [threadId, runId]
-          )
-          if (deleted.length === 0) return false
-          yield* q(`DELETE FROM antler_run_events WHERE thread_id = $1 AND run_id = $2`, [threadId, runId])
-          return true
-        }),
-        "deleteRun",
-        `Cannot delete run "${runId}" of thread "${threadId}"`
-      )
-
     return withSpans("PgThreadStore", {
       ensure,
-      info,
       patchMetadata,
       delete: deleteThread,
-      deleteRun,
       checkpoints,
       rollback,
-      runs,
       load,
       append,
       appendMeasured,
-      saveRun,
-      updateRun,
-      saveRunEvents,
-      runEvents,
-      list,
-      listOwned,
-      countOwned,
-      bytesOf,
-      bytesOwned,
-      acquireLease,
-      releaseLease
+      ...PgThreadSummaries.make(access),
+      ...PgRuns.make({ access, redactor, now, ensureThread }),
+      acquireLease: leases.acquireLease,
+      releaseLease: leases.releaseLease
     })
   })
 

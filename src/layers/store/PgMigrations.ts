@@ -1,7 +1,10 @@
 /**
- * The PostgreSQL store's schema, one entry per version, taken to this build's by `PgThreadStore.make` (under an
- * advisory lock, so processes starting at once migrate one at a time).
+ * The PostgreSQL store's schema, one entry per version, and `migrate`, which takes a database to this build's when
+ * the store opens it (under an advisory lock, so processes starting at once migrate one at a time).
  */
+import * as Effect from "effect/Effect"
+import { StoreError } from "../../services/RunContext.js"
+import type * as PgAccess from "./PgAccess.js"
 
 // What a run's record keeps (what it was asked with, why it failed), in bytes.
 const runBytes = (row: string) =>
@@ -161,3 +164,29 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
 
 /** The schema version this build writes. */
 export const SCHEMA_VERSION = migrations.length
+
+// An arbitrary constant: the advisory lock that serialises migrations of processes starting at once.
+const MIGRATION_LOCK = 7_246_114_337
+
+/** Takes the database to this build's schema; one a newer build wrote (a higher version) is refused, not misread. */
+export const migrate = ({ q, transaction }: PgAccess.Access, where: string): Effect.Effect<void, StoreError> =>
+  transaction(
+    Effect.gen(function*() {
+      yield* q(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
+      yield* q(`CREATE TABLE IF NOT EXISTS antler_schema (version INTEGER NOT NULL)`)
+      const rows = yield* q(`SELECT version FROM antler_schema`)
+      const version = rows.length === 0 ? 0 : Number(rows[0]!.version)
+      if (version > SCHEMA_VERSION) {
+        return yield* new StoreError({
+          operation: "open",
+          message: `Cannot open ${where}: it has schema version ${version}, written by a newer Antler; ` +
+            `this build reads up to ${SCHEMA_VERSION}`
+        })
+      }
+      for (let v = version; v < SCHEMA_VERSION; v++) for (const statement of migrations[v]!) yield* q(statement)
+      if (rows.length === 0) yield* q(`INSERT INTO antler_schema (version) VALUES ($1)`, [SCHEMA_VERSION])
+      else if (version < SCHEMA_VERSION) yield* q(`UPDATE antler_schema SET version = $1`, [SCHEMA_VERSION])
+    }),
+    "open",
+    `Cannot migrate ${where}`
+  )
