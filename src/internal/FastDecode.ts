@@ -169,7 +169,9 @@ const decodeUpdatesSlow = Schema.decodeUnknownEither(Schema.Array(TS.StateUpdate
  * `Schema.decodeUnknownEither(Schema.Array(StateUpdate), { onExcessProperty: "preserve" })`, for parsed JSON:
  * the same result, or the same error.
  */
-export const decodeStateUpdates = (value: unknown): Either.Either<ReadonlyArray<StateUpdate>, ParseResult.ParseError> => {
+export const decodeStateUpdates = (
+  value: unknown
+): Either.Either<ReadonlyArray<StateUpdate>, ParseResult.ParseError> => {
   if (!Array.isArray(value)) return decodeUpdatesSlow(value)
   const out: Array<StateUpdate> = new Array(value.length)
   for (let i = 0; i < value.length; i++) {

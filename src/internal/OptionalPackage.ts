@@ -39,7 +39,11 @@ export const explain = (cause: unknown, packages: ReadonlyArray<string>, feature
 }
 
 /** Loads an optional package (`() => import("x")`); its absence is thrown as a `MissingPackageError`. */
-export const load = async <A>(packages: ReadonlyArray<string>, feature: string, loader: () => Promise<A>): Promise<A> => {
+export const load = async <A>(
+  packages: ReadonlyArray<string>,
+  feature: string,
+  loader: () => Promise<A>
+): Promise<A> => {
   try {
     return await loader()
   } catch (cause) {

@@ -19,7 +19,13 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { AppConfigService } from "../services/AppConfig.js"
 import type { Catalog, Category, Registry, Rejected, Skill } from "../services/Skills.js"
-import { clipDescription, FRONT_MATTER, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SkillReadError } from "../services/Skills.js"
+import {
+  clipDescription,
+  FRONT_MATTER,
+  MAX_DESCRIPTION_CHARS,
+  MAX_NAME_CHARS,
+  SkillReadError
+} from "../services/Skills.js"
 import { MAX_CONFIG_BYTES } from "./ConfigFile.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "./TextFile.js"

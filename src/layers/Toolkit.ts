@@ -18,7 +18,8 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): ToolService["Type"] => {
       if (tool === undefined) {
         return Effect.succeed(Tool.errorResult(
           call,
-          `Error: Tool '${call.name}' does not exist. Available tools: ${definitions.map((d) => d.name).join(", ") || "(none)"}.`
+          `Error: Tool '${call.name}' does not exist. ` +
+            `Available tools: ${definitions.map((d) => d.name).join(", ") || "(none)"}.`
         ))
       }
       return Tool.invoke(tool, call)
@@ -27,4 +28,5 @@ export const make = (tools: ReadonlyArray<Tool.Tool>): ToolService["Type"] => {
 }
 
 /** A layer providing a ToolService over these tools. */
-export const layer = (tools: ReadonlyArray<Tool.Tool>): Layer.Layer<ToolService> => Layer.sync(ToolService, () => make(tools))
+export const layer = (tools: ReadonlyArray<Tool.Tool>): Layer.Layer<ToolService> =>
+  Layer.sync(ToolService, () => make(tools))

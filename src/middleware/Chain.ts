@@ -76,7 +76,11 @@ export type Position =
   | { readonly last: true }
 
 /** Inserts an entry at a position. Fails when the position names no entry. */
-export const insert = <R, R2>(chain: Chain<R>, position: Position, added: Entry<R2>): Either.Either<Chain<R | R2>, ChainError> => {
+export const insert = <R, R2>(
+  chain: Chain<R>,
+  position: Position,
+  added: Entry<R2>
+): Either.Either<Chain<R | R2>, ChainError> => {
   if ("first" in position) return Either.right([added, ...chain])
   if ("last" in position) return Either.right([...chain, added])
   const target = "before" in position ? position.before : position.after
@@ -87,7 +91,11 @@ export const insert = <R, R2>(chain: Chain<R>, position: Position, added: Entry<
 }
 
 /** Replaces the entry of that name (the replacement keeps the position). */
-export const replace = <R, R2>(chain: Chain<R>, name: string, replacement: Entry<R2>): Either.Either<Chain<R | R2>, ChainError> =>
+export const replace = <R, R2>(
+  chain: Chain<R>,
+  name: string,
+  replacement: Entry<R2>
+): Either.Either<Chain<R | R2>, ChainError> =>
   Either.map(indexOf(chain, name), (index) => chain.map((e, i) => (i === index ? replacement : e)))
 
 /** Drops the entry of that name. */
@@ -126,7 +134,8 @@ export const validate = <R>(chain: Chain<R>): Either.Either<Chain<R>, ChainError
     const { facts, name } = chain[i]!
     for (const fact of facts) {
       if ("first" in fact) {
-        if (i !== 0) return broken(name, chain[0]!.name, `first (outermost), but ${chain[0]!.name} is outside it`, fact.reason)
+        const outside = chain[0]!.name
+        if (i !== 0) return broken(name, outside, `first (outermost), but ${outside} is outside it`, fact.reason)
       } else if ("last" in fact) {
         const last = chain[chain.length - 1]!.name
         if (i !== chain.length - 1) return broken(name, last, `last (innermost), but ${last} is inside it`, fact.reason)

@@ -191,7 +191,9 @@ const pythonRepr = (value: unknown, depth: number): string | undefined => {
   if (value === null || value === undefined) return "None"
   if (value === true) return "True"
   if (value === false) return "False"
-  if (typeof value === "number") return Number.isFinite(value) ? String(value) : value > 0 ? "inf" : value < 0 ? "-inf" : "nan"
+  if (typeof value === "number") {
+    return Number.isFinite(value) ? String(value) : value > 0 ? "inf" : value < 0 ? "-inf" : "nan"
+  }
   if (typeof value === "string") return pythonStringRepr(value)
   if (depth >= MAX_OPTION_DEPTH) return undefined
   const parts: Array<string> = []
@@ -232,7 +234,8 @@ const choicesOf = (item: unknown, out: Array<Choice>, depth = 0): void => {
     const key = LABEL_KEYS.find((k) => isScalar(item[k]) && String(item[k]).trim() !== "")
     if (key !== undefined) {
       const label = pythonStr(item[key])!
-      out.push({ label, value: isScalar(item.value) && String(item.value).trim() !== "" ? pythonStr(item.value)! : label })
+      const value = isScalar(item.value) && String(item.value).trim() !== "" ? pythonStr(item.value)! : label
+      out.push({ label, value })
       return
     }
   }
@@ -419,7 +422,8 @@ export const answer = (req: HumanInputRequest, text: string): HumanMessage => {
   const byNumber = /^\d+$/.test(trimmed) ? req.options?.[Number(trimmed) - 1] : undefined
   const lower = trimmed.toLowerCase()
   const option = byNumber ??
-    req.options?.find((o) => o.label.toLowerCase() === lower) ?? req.options?.find((o) => o.value.toLowerCase() === lower)
+    req.options?.find((o) => o.label.toLowerCase() === lower) ??
+    req.options?.find((o) => o.value.toLowerCase() === lower)
   const response: HumanInputResponse = {
     version: 1,
     kind: "human_input_response",

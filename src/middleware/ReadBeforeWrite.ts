@@ -165,7 +165,8 @@ export const layer = (): Middleware.Middleware<SandboxProvider> =>
         // the run's sandbox: the one already acquired for the thread, else acquired now
         const sandbox = Effect.flatMap(
           provider.current(context.threadId, context.userId),
-          (current) => current._tag === "Some" ? Effect.succeed(current.value) : provider.acquire(context.threadId, context.userId)
+          (current) =>
+            current._tag === "Some" ? Effect.succeed(current.value) : provider.acquire(context.threadId, context.userId)
         )
         const inspect = (path: string): Effect.Effect<Inspection> =>
           sandbox.pipe(

@@ -101,7 +101,9 @@ export const layer = (options: Options = {}) =>
                       })
                     ))
                 }
-                return error._tag === "ToolError" ? Effect.zipRight(lookup, Effect.failCause(cause)) : Effect.failCause(cause)
+                return error._tag === "ToolError"
+                  ? Effect.zipRight(lookup, Effect.failCause(cause))
+                  : Effect.failCause(cause)
               }
             })
           )

@@ -31,9 +31,14 @@ export const stamped = (message: ToolMessage): { readonly path: string; readonly
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined
   const { description, path } = raw as { readonly path?: unknown; readonly description?: unknown }
   if (typeof path !== "string") return undefined
-  const text = typeof description === "string" ? headChars(description.replace(/\s+/g, " ").trim(), MAX_DESCRIPTION) : ""
+  const text = typeof description === "string"
+    ? headChars(description.replace(/\s+/g, " ").trim(), MAX_DESCRIPTION)
+    : ""
   return { path, description: text }
 }
+
+/** A skill's name: the folder of its `SKILL.md`. */
+const skillName = (path: string): string => Path.posix.basename(Path.posix.dirname(path))
 
 /** The AI message before `index` that made the call `id`, if any. */
 const callOf = (messages: ReadonlyArray<Message>, index: number, id: string) => {
@@ -63,7 +68,7 @@ export const extractSkills = (
     const requested = callPath(call)
     const path = requested === undefined ? undefined : skillFilePath(requested, settings.skillsRoot)
     if (path === undefined || path !== metadata.path) continue
-    out.push({ name: Path.posix.basename(Path.posix.dirname(path)), path, description: metadata.description, loaded_at: i })
+    out.push({ name: skillName(path), path, description: metadata.description, loaded_at: i })
   }
   return out
 }
@@ -72,12 +77,17 @@ export const extractSkills = (
  * The skill a read's result loads, when the call read a `SKILL.md` under the root and succeeded (what
  * ToolErrorHandling stamps on it, `stampSkillRead`); `loadedAt` is where the result goes in the thread.
  */
-export const loadOf = (call: ToolCall, message: ToolMessage, settings: Settings, loadedAt: number): SkillEntry | undefined => {
+export const loadOf = (
+  call: ToolCall,
+  message: ToolMessage,
+  settings: Settings,
+  loadedAt: number
+): SkillEntry | undefined => {
   if (!settings.readTools.has(call.name)) return undefined
   const metadata = stamped(stampSkillRead(message, call, settings.readTools, settings.skillsRoot))
   if (metadata === undefined) return undefined
   const path = metadata.path
-  return { name: Path.posix.basename(Path.posix.dirname(path)), path, description: metadata.description, loaded_at: loadedAt }
+  return { name: skillName(path), path, description: metadata.description, loaded_at: loadedAt }
 }
 
 /**

@@ -120,7 +120,11 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
     // Most checks are far below the limit: an upper bound (bytes) settles them without running the tokenizer.
     const bounds = Tokens.makeTotals(upperBounds)
     const tokenLimits = triggers.flatMap((t) =>
-      t.type === "tokens" ? [t.value] : t.type === "fraction" && window !== undefined ? [Math.floor(window * t.value)] : []
+      t.type === "tokens"
+        ? [t.value]
+        : t.type === "fraction" && window !== undefined
+        ? [Math.floor(window * t.value)]
+        : []
     )
     const lowestLimit = tokenLimits.length > 0 ? Math.min(...tokenLimits) : Infinity
     const counted = (current: ThreadState) => {

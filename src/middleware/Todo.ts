@@ -138,7 +138,9 @@ export const layer = (): Middleware =>
           return Effect.flatMap(next(asked), (again) =>
             completed(
               asked,
-              again.update === undefined ? { ...again, update: carried } : withUpdate({ ...again, update: carried }, again.update),
+              again.update === undefined
+                ? { ...again, update: carried }
+                : withUpdate({ ...again, update: carried }, again.update),
               next
             ))
         })

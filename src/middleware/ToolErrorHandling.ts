@@ -109,8 +109,18 @@ const numeric: ReadonlyMap<string, RegExp> = new Map(
 )
 
 // One case-insensitive scan instead of lower-casing the whole result.
-const PARTIAL_MARKERS =
-  /partial results|limited results|truncated|results may be incomplete|no results found|no content found|no images found/i
+const PARTIAL_MARKERS = new RegExp(
+  [
+    "partial results",
+    "limited results",
+    "truncated",
+    "results may be incomplete",
+    "no results found",
+    "no content found",
+    "no images found"
+  ].join("|"),
+  "i"
+)
 
 const NO_ERROR: ReadonlySet<string> = new Set(["none", "null", "false", "no", "ok", "success", "n/a", ""])
 

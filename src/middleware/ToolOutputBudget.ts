@@ -11,8 +11,8 @@
  *   `fallback_max_chars` are cut the same way (never saved from there).
  *
  * Sizes are characters (code points), as DeerFlow's Python `len` counts them: an emoji counts once and a cut never
- * splits one. `read_file` is exempt, so a saved output read back is not saved again. The synopsis is `internal/Synopsis`
- * (re-exported here).
+ * splits one. `read_file` is exempt, so a saved output read back is not saved again. The synopsis is
+ * `internal/Synopsis` (re-exported here).
  */
 import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"

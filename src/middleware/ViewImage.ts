@@ -12,8 +12,8 @@
  * Completions tool messages carry text only, so the images of the latest tool results go in a hidden human
  * message after them, in the request that reads those results (once: the next request has a newer answer).
  *
- * Request-only: the thread never stores the pixels of viewed images. An image that changed on disk since it was viewed, is
- * gone, or would take the request past `maxRequestBytes` is replaced by a line saying so.
+ * Request-only: the thread never stores the pixels of viewed images. An image that changed on disk since it was viewed,
+ * is gone, or would take the request past `maxRequestBytes` is replaced by a line saying so.
  */
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs/promises"

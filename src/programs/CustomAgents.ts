@@ -209,7 +209,8 @@ const decodeConfig = Schema.decodeUnknownEither(AgentConfig, { errors: "all", on
  * An agent error's message for someone other than the operator (the model, an HTTP client): its files named from
  * the data directory (`users/alice/agents/x/config.yaml`), not where the server keeps it.
  */
-export const messageFromHome = (error: AgentError, home: string): string => error.message.split(home + Path.sep).join("")
+export const messageFromHome = (error: AgentError, home: string): string =>
+  error.message.split(home + Path.sep).join("")
 
 /** Decodes the text of a `config.yaml`; a problem names the file, the key and what was wrong. */
 export const parseConfig = (

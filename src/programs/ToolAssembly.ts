@@ -531,7 +531,8 @@ export const assemble = (
     const acpAgents = Object.keys(config.acp_agents)
     if (acpAgents.length > 0) {
       const tool = yield* AcpTool.make({ agents: config.acp_agents, home: app.home })
-      add(tool, { name: tool.name, source: "acp", state: "available", note: `agents: ${acpAgents.join(", ")}` }, "acp_agents")
+      const note = `agents: ${acpAgents.join(", ")}`
+      add(tool, { name: tool.name, source: "acp", state: "available", note }, "acp_agents")
     }
 
     const deferred: LeadAgent.Deferred | undefined = deferredDefs.length === 0

@@ -362,8 +362,8 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
      */
     readonly bytesOwned: (owner: string, unowned: boolean) => Effect.Effect<number, StoreError>
     /**
-     * Deletes a thread: its checkpoints, runs, run events and cached state (its files are the sandbox's, not the store's).
-     * `true` when there was such a thread. Refused (a `StoreError` with operation `delete`) while one of its
+     * Deletes a thread: its checkpoints, runs, run events and cached state (its files are the sandbox's, not the
+     * store's). `true` when there was such a thread. Refused (a `StoreError` with operation `delete`) while one of its
      * runs holds the thread's lease.
      */
     readonly delete: (threadId: string) => Effect.Effect<boolean, StoreError>

@@ -94,7 +94,8 @@ export const isErrorText = (text: string): boolean => text.startsWith("Error:")
 /** Builds the ToolMessage for a call from a handler's output. */
 export const toResult = (call: ToolCall, output: HandlerOutput): ToolResult => {
   if (typeof output === "string") {
-    return { message: toolMessage(output, call.id, { name: call.name, status: isErrorText(output) ? "error" : "success" }) }
+    const status = isErrorText(output) ? "error" : "success"
+    return { message: toolMessage(output, call.id, { name: call.name, status }) }
   }
   if ("message" in output) return output
   return { message: toolMessage(output.content, call.id, { name: call.name, status: output.status ?? "success" }) }
@@ -113,7 +114,10 @@ export const invoke = (tool: Tool, call: ToolCall): Effect.Effect<ToolResult, To
   const decoded = Schema.decodeUnknownEither(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(call.args)
   if (decoded._tag === "Left") {
     return Effect.succeed(
-      errorResult(call, `Error: Invalid arguments for tool '${tool.name}': ${formatIssues(decoded.left)}. Fix the arguments and retry.`)
+      errorResult(
+        call,
+        `Error: Invalid arguments for tool '${tool.name}': ${formatIssues(decoded.left)}. Fix the arguments and retry.`
+      )
     )
   }
   return Effect.map(tool.handler(decoded.right, call), (output) => toResult(call, output))

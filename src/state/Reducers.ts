@@ -416,10 +416,14 @@ export const applyUpdate = (
   if (update.artifacts !== undefined) set("artifacts", mergeArtifacts(state.artifacts, update.artifacts))
   if (update.todos !== undefined) set("todos", mergeTodos(state.todos, update.todos))
   if (update.uploaded_files !== undefined) set("uploaded_files", update.uploaded_files)
-  if (update.viewed_images !== undefined) set("viewed_images", mergeViewedImages(state.viewed_images, update.viewed_images))
+  if (update.viewed_images !== undefined) {
+    set("viewed_images", mergeViewedImages(state.viewed_images, update.viewed_images))
+  }
   if (update.promoted !== undefined) set("promoted", mergePromoted(state.promoted, update.promoted))
   if (update.summary_text !== undefined) set("summary_text", update.summary_text)
-  if (update.skill_context !== undefined) set("skill_context", mergeSkillContext(state.skill_context, update.skill_context))
+  if (update.skill_context !== undefined) {
+    set("skill_context", mergeSkillContext(state.skill_context, update.skill_context))
+  }
   if (update.token_usage !== undefined) set("token_usage", addTokenUsage(state.token_usage, update.token_usage))
   if (update.delegations !== undefined) set("delegations", mergeDelegations(state.delegations, update.delegations))
   if (update.goal !== undefined) set("goal", mergeGoal(state.goal, update.goal))

@@ -101,7 +101,9 @@ export const TokenTotals = Schema.Struct({
 })
 export type TokenTotals = typeof TokenTotals.Type
 
-/** Token usage of the thread: the grand total, one entry per model, and one per purpose (`agent`, `summarization`...). */
+/**
+ * Token usage of the thread: the grand total, one entry per model, and one per purpose (`agent`, `summarization`...).
+ */
 export const TokenUsage = Schema.Struct({
   total: TokenTotals,
   by_model: Schema.Record({ key: Schema.String, value: TokenTotals }),

@@ -67,7 +67,9 @@ export const estimateText = (text: string): number => {
   for (const ch of text) {
     chars++
     const code = ch.codePointAt(0)!
-    if ((code >= 0x4e00 && code <= 0x9fff) || (code >= 0x3040 && code <= 0x30ff) || (code >= 0xac00 && code <= 0xd7a3)) {
+    // CJK ideographs, kana, Hangul syllables
+    if ((code >= 0x4e00 && code <= 0x9fff) || (code >= 0x3040 && code <= 0x30ff) ||
+      (code >= 0xac00 && code <= 0xd7a3)) {
       cjk++
     }
   }

@@ -46,8 +46,8 @@ export const rootsText = (mounts: ReadonlyArray<MountPoint>): string => {
 
 /**
  * Parses a virtual path against mount points (pure): rejects NUL bytes, percent-encoded dots, slashes,
- * backslashes and NULs, `..` segments (between `/` or `\\`), and anything not under a mount; a relative path is taken from the
- * workspace. `show` renders the input for messages (it masks host paths).
+ * backslashes and NULs, `..` segments (between `/` or `\\`), and anything not under a mount; a relative path is taken
+ * from the workspace. `show` renders the input for messages (it masks host paths).
  */
 export const parseVirtual = (
   input: string,

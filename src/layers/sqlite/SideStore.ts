@@ -26,7 +26,8 @@ export const open = (filename: string, what: string, operation: string) =>
     if (filename !== ":memory:") {
       yield* Effect.try({
         try: () => Fs.mkdirSync(Path.dirname(Path.resolve(filename)), { recursive: true }),
-        catch: (cause) => new StoreError({ operation: "open", message: `Cannot open ${where}: ${String(cause)}`, cause })
+        catch: (cause) =>
+          new StoreError({ operation: "open", message: `Cannot open ${where}: ${String(cause)}`, cause })
       })
     }
     const conn = yield* SqliteConnection.open(filename).pipe(
@@ -35,6 +36,7 @@ export const open = (filename: string, what: string, operation: string) =>
       )
     )
     const access = Access.make(conn, BUSY_TIMEOUT)
-    const query: Query = (text, params) => access.exclusive(conn.execute(text, params), operation, `Cannot use ${where}`)
+    const query: Query = (text, params) =>
+      access.exclusive(conn.execute(text, params), operation, `Cannot use ${where}`)
     return query
   })

@@ -151,7 +151,9 @@ const KEYS: Readonly<Record<Provider | ReaderOnly, KeyRule | undefined>> = {
 }
 
 /** The environment variables the providers read their keys from (secrets wherever they are set). */
-export const KEY_ENVS: ReadonlyArray<string> = Object.values(KEYS).flatMap((rule) => rule === undefined ? [] : [rule.env])
+export const KEY_ENVS: ReadonlyArray<string> = Object.values(KEYS).flatMap((rule) =>
+  rule === undefined ? [] : [rule.env]
+)
 
 const fromEnv = (name: string) =>
   Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()).pipe(

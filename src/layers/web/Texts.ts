@@ -1,8 +1,8 @@
 /**
  * DeerFlow's web tools as its model reads them, word for word (bytedance/deer-flow, MIT licence,
  * backend/packages/harness/deerflow/community/<module>/tools.py): each provider's `web_search_tool` and
- * `web_fetch_tool` (and `image_search_tool`) docstring through LangChain's `@tool(parse_docstring=True)` (the paragraphs before `Args:` joined by
- * a space; each `Args:` entry its argument's description). Generated from
+ * `web_fetch_tool` (and `image_search_tool`) docstring through LangChain's `@tool(parse_docstring=True)` (the
+ * paragraphs before `Args:` joined by a space; each `Args:` entry its argument's description). Generated from
  * test/fixtures/deerflow/prompts/tool_descriptions.json and tool_arguments.json (`web_search@<module>`); a line too
  * long for this file goes on with a backslash at its end (nothing of it is in the text).
  */
@@ -71,8 +71,8 @@ Clamped to 1-50.`
 export const FETCH_URL = `The URL to fetch the contents of.`
 
 /** What every one of DeerFlow's `web_fetch` tools says after its first line. */
-const FETCH_RULES = `Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from the \
-web_search and web_fetch tools.
+const FETCH_RULES = `Only fetch EXACT URLs that have been provided directly by the user or have been returned in \
+results from the web_search and web_fetch tools.
 This tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.
 Do NOT add www. to URLs that do NOT have them.
 URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.`
@@ -109,8 +109,8 @@ characters, portraits, objects, scenes, or any content requiring visual accuracy
 reference images in image generation to significantly improve quality.`
 
 /** DuckDuckGo's and Serper's `image_search` `query`. */
-const IMAGE_KEYWORDS = `Search keywords describing the images you want to find. Be specific for better results (e.g., "Japanese \
-woman street photography 1990s" instead of just "woman").`
+const IMAGE_KEYWORDS = `Search keywords describing the images you want to find. Be specific for better results \
+(e.g., "Japanese woman street photography 1990s" instead of just "woman").`
 
 /** DeerFlow's `image_search` of each provider that has one: the tool, and its `query` argument. */
 export const IMAGE: Readonly<Partial<Record<Provider, SearchText>>> = {

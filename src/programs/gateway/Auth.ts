@@ -20,9 +20,9 @@
  *   Only two tools could write one of them: `setup_agent` (the default agent's soul, in a bootstrap run without
  *   `agent_name`): the gateway refuses such a run with 400 unless its token has `admin: true`, and the tool
  *   itself refuses unless the run is an admin's (`RunOptions.admin`); and `skill_manage` (the skills' `custom/`
- *   folder, with `skill_evolution`), offered only to an admin's run and refusing in any other. The CLI's runs are its local user's, who
- *   owns the data directory, and count as an admin's; an open gateway's (no tokens) do not, since anything
- *   that can reach its port (another local account, a page in a browser) makes them.
+ *   folder, with `skill_evolution`), offered only to an admin's run and refusing in any other. The CLI's runs are its
+ *   local user's, who owns the data directory, and count as an admin's; an open gateway's (no tokens) do not, since
+ *   anything that can reach its port (another local account, a page in a browser) makes them.
  */
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"

@@ -224,7 +224,9 @@ export const makeProjector = (options: ProjectorOptions) => {
     if (Either.isRight(next)) state = next.right
     dirty = true
     if (wants("updates")) pending.push(update)
-    if (wants("messages")) for (const message of update.messages ?? []) if (message.type !== "remove") written.push(message)
+    if (wants("messages")) {
+      for (const message of update.messages ?? []) if (message.type !== "remove") written.push(message)
+    }
   }
 
   const flush = (out: Array<Out>) => {
@@ -298,7 +300,10 @@ export const makeProjector = (options: ProjectorOptions) => {
           if (reasoning !== undefined && reasoning !== "") {
             out.push({
               event: "messages",
-              data: [{ ...chunkBase(id), content: text, additional_kwargs: { reasoning_content: reasoning } }, meta("model")]
+              data: [
+                { ...chunkBase(id), content: text, additional_kwargs: { reasoning_content: reasoning } },
+                meta("model")
+              ]
             })
           } else if (text !== "") {
             const spliced = chunkOf(id, text)

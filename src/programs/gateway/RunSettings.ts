@@ -219,8 +219,9 @@ export const optionRefusal = (
  * What a run was asked with, as LangGraph's Run object shows it (`kwargs`, the shape of `@langchain/langgraph-api`'s
  * `runs().put`): the input and command, the config with `configurable` naming the graph and assistant (and the
  * checkpoint it starts from; `Protocol.runObject` adds the run and its thread) and `metadata` the run's, the
- * context, the stream modes and the options. Fields not given are left out, as LangGraph's JSON leaves them. Request headers and the caller's
- * identity, which LangGraph adds to `configurable`, are not: the object is stored and answered as it is.
+ * context, the stream modes and the options. Fields not given are left out, as LangGraph's JSON leaves them. Request
+ * headers and the caller's identity, which LangGraph adds to `configurable`, are not: the object is stored and answered
+ * as it is.
  */
 export const kwargsOf = (
   request: Fields & {

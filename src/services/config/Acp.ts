@@ -42,8 +42,8 @@ export const AcpAgentsConfig = Schema.Record({ key: Schema.String, value: AcpAge
     if (bad.length === 0) return true
     return bad.map((name) => ({
       path: [name],
-      message: `${JSON.stringify(name.slice(0, 80))} cannot be an ACP agent's name: use 1-64 letters, digits, '_', '.' ` +
-        "or '-', starting with a letter or digit"
+      message: `${JSON.stringify(name.slice(0, 80))} cannot be an ACP agent's name: ` +
+        "use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
     }))
   })
 )

@@ -1,7 +1,8 @@
 /**
  * DeerFlow's `authorization` section: role-based permissions (which tools, models, gateway routes, skills, MCP
  * servers and sandbox each role may use), decided by a provider. Antler has DeerFlow's built-in one,
- * `deerflow.authz.rbac:RbacAuthorizationProvider` (`layers/RbacAuthorization`), whose `config.roles` maps each role to a policy per resource:
+ * `deerflow.authz.rbac:RbacAuthorizationProvider` (`layers/RbacAuthorization`), whose `config.roles` maps each role to
+ * a policy per resource:
  *
  *   authorization:
  *     enabled: true

@@ -101,7 +101,9 @@ export const TokenBudgetConfig = Schema.Struct({
   max_output_tokens: Schema.optional(Schema.NullOr(PositiveInt)),
   warn_threshold: withDefault(Fraction, () => 0.8),
   hard_stop_threshold: withDefault(Fraction, () => 1.0)
-}).pipe(Schema.filter((c) => c.hard_stop_threshold >= c.warn_threshold || "hard_stop_threshold must be >= warn_threshold"))
+}).pipe(
+  Schema.filter((c) => c.hard_stop_threshold >= c.warn_threshold || "hard_stop_threshold must be >= warn_threshold")
+)
 export type TokenBudgetConfig = typeof TokenBudgetConfig.Type
 
 /** Why an explicit empty `safety_finish_reason.detectors` list is refused (it would silently disable the guard). */

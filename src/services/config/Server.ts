@@ -32,8 +32,8 @@ export const DatabaseConfig = Schema.Struct({
 export type DatabaseConfig = typeof DatabaseConfig.Type
 
 /**
- * A token of the gateway and the user it stands for (`gateway.auth.tokens[]`), with the user's role. An `admin` token's runs may also
- * change what every user's agent reads (the default agent's `SOUL.md`); no other token's may (see
+ * A token of the gateway and the user it stands for (`gateway.auth.tokens[]`), with the user's role. An `admin` token's
+ * runs may also change what every user's agent reads (the default agent's `SOUL.md`); no other token's may (see
  * `gateway/Auth.ts`).
  */
 export const GatewayToken = Schema.Struct({

@@ -4,8 +4,8 @@
  * sends it back in `X-CSRF-Token` with every state-changing request (POST, PUT, PATCH, DELETE). The header must
  * name the CSRF token of the session the cookie opens (not merely repeat the cookie): a page of another site can
  * neither read the cookie nor, by planting one, choose it. Cookies are `Secure` when the request came over HTTPS
- * (a proxy's `X-Forwarded-Proto: https` or `Forwarded: proto=https`). This is besides the gateway's Host and Origin checks (`Guard.ts`),
- * which every request passes first.
+ * (a proxy's `X-Forwarded-Proto: https` or `Forwarded: proto=https`). This is besides the gateway's Host and Origin
+ * checks (`Guard.ts`), which every request passes first.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"

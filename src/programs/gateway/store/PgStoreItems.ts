@@ -16,7 +16,12 @@ const MIGRATION_LOCK = 7_246_114_339
 /** The store in the database at `url`; closed with the scope. */
 export const make = (url: Redacted.Redacted<string> | string) =>
   Effect.gen(function*() {
-    const sql = yield* PgPool.open({ url, maxConnections: 3, applicationName: "antler-store", what: "the store's items" })
+    const sql = yield* PgPool.open({
+      url,
+      maxConnections: 3,
+      applicationName: "antler-store",
+      what: "the store's items"
+    })
     yield* PgPool.migrate(sql, MIGRATION_LOCK, StoreItems.MIGRATIONS, "store_items", "Cannot make the store's table")
     return yield* StoreItems.make({ query: PgPool.query(sql, "store_items", "Cannot use the store's items") })
   })

@@ -285,7 +285,10 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
           const filtered = Object.keys(search.filter).length > 0 || (search.query ?? "") !== ""
           if (!filtered) {
             return yield* Effect.flatMap(
-              sql.query(`${COLUMNS} WHERE ${where} ${ORDER} LIMIT ? OFFSET ?`, [...params, search.limit, search.offset]),
+              sql.query(
+                `${COLUMNS} WHERE ${where} ${ORDER} LIMIT ? OFFSET ?`,
+                [...params, search.limit, search.offset]
+              ),
               itemsOf
             )
           }

@@ -254,7 +254,8 @@ async function loadThreads() {
   const list = $("threads")
   list.replaceChildren()
   for (const thread of threads) {
-    const item = el("li", thread.thread_id === state.threadId ? "current" : "", thread.values?.title || thread.thread_id)
+    const current = thread.thread_id === state.threadId ? "current" : ""
+    const item = el("li", current, thread.values?.title || thread.thread_id)
     item.dataset.threadId = thread.thread_id
     item.addEventListener("click", () => openThread(thread.thread_id))
     list.append(item)
