@@ -4,23 +4,13 @@
  * default), so the stored run and the thread's `token-usage` count the lead's calls and its tasks.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import { as } from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { runTask, script } from "./taskUsage.js"
 
 let gateway: TestGateway
 const api = as(() => gateway)
-
-const task = { name: "task", arguments: { description: "look", prompt: "look", subagent_type: "general-purpose" } }
-const lead = { prompt_tokens: 10, completion_tokens: 5 }
-
-const script = (body: ChatRequestBody): Turn => {
-  if (JSON.stringify(body.messages).includes("general-purpose subagent")) {
-    return { content: "looked", usage: { prompt_tokens: 100, completion_tokens: 20 } }
-  }
-  return body.messages.at(-1)?.role === "tool" ? { content: "done", usage: lead } : { toolCalls: [task], usage: lead }
-}
 
 beforeAll(async () => {
   gateway = await Support.start({ script, config: { token_usage: { enabled: false } } })
@@ -29,16 +19,7 @@ afterAll(() => gateway?.stop())
 
 describe("token_usage.enabled: false", () => {
   it("the run's calls and its task are still counted in its stored run and the thread's token usage", async () => {
-    assert.strictEqual((await api("POST", "/api/threads", { thread_id: "off" })).status, 200)
-    const started = await api("POST", "/api/threads/off/runs", {
-      input: { messages: [{ type: "human", content: "go" }] },
-      context: { subagent_enabled: true }
-    })
-    assert.strictEqual(started.status, 200, started.text)
-    const runId = started.json().run_id
-    await api("GET", `/api/threads/off/runs/${runId}/join`)
-    const run = (await api("GET", `/api/threads/off/runs/${runId}`)).json()
-    assert.strictEqual(run.status, "success")
+    const run = await runTask(api, "off")
     assert.deepInclude(run, {
       total_input_tokens: 120,
       total_output_tokens: 30,

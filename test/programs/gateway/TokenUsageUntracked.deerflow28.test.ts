@@ -5,23 +5,13 @@
  * (the answers carry their step attribution, a task's usage is rolled up onto its dispatch message).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import { as } from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { runTask, script } from "./taskUsage.js"
 
 let gateway: TestGateway
 const api = as(() => gateway)
-
-const task = { name: "task", arguments: { description: "look", prompt: "look", subagent_type: "general-purpose" } }
-const lead = { prompt_tokens: 10, completion_tokens: 5 }
-
-const script = (body: ChatRequestBody): Turn => {
-  if (JSON.stringify(body.messages).includes("general-purpose subagent")) {
-    return { content: "looked", usage: { prompt_tokens: 100, completion_tokens: 20 } }
-  }
-  return body.messages.at(-1)?.role === "tool" ? { content: "done", usage: lead } : { toolCalls: [task], usage: lead }
-}
 
 beforeAll(async () => {
   gateway = await Support.start({ script, config: { run_events: { track_token_usage: false } } })
@@ -30,16 +20,7 @@ afterAll(() => gateway?.stop())
 
 describe("DeerFlow test_token_usage_by_model: run_events.track_token_usage: false", () => {
   it("test_track_tokens_disabled_keeps_by_model_empty: no tokens counted; the messages keep theirs", async () => {
-    assert.strictEqual((await api("POST", "/api/threads", { thread_id: "untracked" })).status, 200)
-    const started = await api("POST", "/api/threads/untracked/runs", {
-      input: { messages: [{ type: "human", content: "go" }] },
-      context: { subagent_enabled: true }
-    })
-    assert.strictEqual(started.status, 200, started.text)
-    const runId = started.json().run_id
-    await api("GET", `/api/threads/untracked/runs/${runId}/join`)
-    const run = (await api("GET", `/api/threads/untracked/runs/${runId}`)).json()
-    assert.strictEqual(run.status, "success")
+    const run = await runTask(api, "untracked")
     assert.deepInclude(run, {
       total_input_tokens: 0,
       total_output_tokens: 0,
@@ -72,16 +53,7 @@ describe("DeerFlow test_token_usage_by_model: run_events.track_token_usage: fals
     })
     try {
       const call = as(() => off)
-      assert.strictEqual((await call("POST", "/api/threads", { thread_id: "off" })).status, 200)
-      const started = await call("POST", "/api/threads/off/runs", {
-        input: { messages: [{ type: "human", content: "go" }] },
-        context: { subagent_enabled: true }
-      })
-      assert.strictEqual(started.status, 200, started.text)
-      const runId = started.json().run_id
-      await call("GET", `/api/threads/off/runs/${runId}/join`)
-      const run = (await call("GET", `/api/threads/off/runs/${runId}`)).json()
-      assert.strictEqual(run.status, "success")
+      const run = await runTask(call, "off")
       assert.deepInclude(run, { total_tokens: 0, llm_call_count: 0, lead_agent_tokens: 0, subagent_tokens: 0 })
       const usage = (await call("GET", "/api/threads/off/token-usage")).json()
       assert.deepInclude(usage, { total_tokens: 0, total_runs: 1 })
