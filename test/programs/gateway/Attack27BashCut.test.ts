@@ -7,6 +7,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { catUpload, secretAtHeadEnd } from "../../support/bashCut.js"
 import * as Requests from "../../support/requests.js"
+import { uploadThenRun } from "../../support/uploadRun.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -31,22 +32,13 @@ afterAll(() => gateway?.stop())
 
 describe("Attack27: a bash output cut inside a request secret no skill bound", () => {
   it("none of the value is read by the model or kept", async () => {
-    const thread = "a27-bash-cut"
-    assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)
-    const form = new FormData()
-    form.append("files", new Blob([secretAtHeadEnd(SECRET, MAX, TOTAL)]), "config.txt")
-    const uploaded = await alice("POST", `/api/threads/${thread}/uploads`, form)
-    assert.strictEqual(uploaded.status, 200, uploaded.text)
-    const waited = await alice("POST", `/threads/${thread}/runs/wait`, {
-      assistant_id: "lead_agent",
+    const { state } = await uploadThenRun(alice, "a27-bash-cut", secretAtHeadEnd(SECRET, MAX, TOTAL), "wait", {
       input: Support.userInput("read my config"),
       context: { secrets: { ERP_TOKEN: SECRET } }
     })
-    assert.strictEqual(waited.status, 200, waited.text.slice(0, 300))
     assert.lengthOf(seenByModel, 1)
     assert.include(seenByModel[0], "middle truncated", "the output was cut")
     assert.notInclude(seenByModel[0], SECRET.slice(0, 8), "what the model read")
-    const state = await alice("GET", `/threads/${thread}/state`)
     assert.notInclude(state.text, SECRET.slice(0, 8), "the thread")
   }, SLOW)
 })

@@ -7,6 +7,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { catUpload, secretAtHeadEnd } from "../../support/bashCut.js"
 import * as Requests from "../../support/requests.js"
+import { uploadThenRun } from "../../support/uploadRun.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -35,25 +36,17 @@ afterAll(() => gateway?.stop())
 
 describe("Attack28: a bash output cut inside one of the process's own secrets", () => {
   it("none of the key is read by the model, streamed or kept", async () => {
-    const thread = "a28-bash-cut"
-    assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)
-    const form = new FormData()
-    form.append("files", new Blob([secretAtHeadEnd(KEY, MAX, TOTAL)]), "config.txt")
-    const uploaded = await alice("POST", `/api/threads/${thread}/uploads`, form)
-    assert.strictEqual(uploaded.status, 200, uploaded.text)
-    const stream = await alice("POST", `/threads/${thread}/runs/stream`, {
-      assistant_id: "lead_agent",
+    const file = secretAtHeadEnd(KEY, MAX, TOTAL)
+    const { run: stream, state } = await uploadThenRun(alice, "a28-bash-cut", file, "stream", {
       input: Support.userInput("read my config"),
       stream_mode: ["values", "messages-tuple", "custom"]
     })
-    assert.strictEqual(stream.status, 200, stream.text.slice(0, 300))
     const start = KEY.slice(0, 8)
     assert.lengthOf(seenByModel, 1)
     assert.include(seenByModel[0], "middle truncated", "the output was cut")
     assert.include(seenByModel[0], "a[redacted]", "masked, then cut")
     assert.notInclude(seenByModel[0], start, "what the model read")
     assert.notInclude(stream.text, start, "the stream")
-    const state = await alice("GET", `/threads/${thread}/state`)
     assert.notInclude(state.text, start, "the thread")
   }, SLOW)
 })

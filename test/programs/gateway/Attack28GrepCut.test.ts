@@ -7,6 +7,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Requests from "../../support/requests.js"
+import { uploadThenRun } from "../../support/uploadRun.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -43,25 +44,16 @@ afterAll(() => gateway?.stop())
 
 describe("Attack28: a grep line cut inside one of the process's own secrets", () => {
   it("none of the key is read by the model, streamed or kept", async () => {
-    const thread = "a28-grep-cut"
-    assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)
-    const form = new FormData()
-    form.append("files", new Blob([content()]), "config.txt")
-    const uploaded = await alice("POST", `/api/threads/${thread}/uploads`, form)
-    assert.strictEqual(uploaded.status, 200, uploaded.text)
-    const stream = await alice("POST", `/threads/${thread}/runs/stream`, {
-      assistant_id: "lead_agent",
+    const { run: stream, state } = await uploadThenRun(alice, "a28-grep-cut", content(), "stream", {
       input: Support.userInput("search my config"),
       stream_mode: ["values", "messages-tuple", "custom"]
     })
-    assert.strictEqual(stream.status, 200, stream.text.slice(0, 300))
     const start = KEY.slice(0, 8)
     assert.lengthOf(seenByModel, 1)
     assert.include(seenByModel[0], "config.txt:2: aaaa", "the model read the line")
     assert.include(seenByModel[0], "a[redacted]...", "masked, then cut")
     assert.notInclude(seenByModel[0], start, "what the model read")
     assert.notInclude(stream.text, start, "the stream")
-    const state = await alice("GET", `/threads/${thread}/state`)
     assert.notInclude(state.text, start, "the thread")
   }, SLOW)
 })
