@@ -10,6 +10,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import { createRequire, syncBuiltinESMExports } from "node:module"
 import * as Path from "node:path"
+import type { LinkSwap } from "../../support/linkSwap.js"
+import { swapForLink, uploadedOutputs } from "../../support/linkSwap.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -22,7 +24,7 @@ const bob = Requests.as(() => gateway, Support.BOB)
 // a path of `swapAt`
 const promises = createRequire(import.meta.url)("node:fs/promises") as typeof Fs.promises
 const realpath = promises.realpath
-let swapAt: { readonly path: string; readonly swap: () => void } | undefined
+let swapAt: LinkSwap | undefined
 
 beforeAll(async () => {
   promises.realpath = (async (...args: Parameters<typeof realpath>) => {
@@ -42,23 +44,11 @@ afterAll(async () => {
   await gateway?.stop()
 })
 
-/** Bob's thread `b-thread`'s outputs folder on the host (the thread made by an upload). */
-const bobsOutputs = async () => {
-  const form = new FormData()
-  form.append("files", new Blob(["notes"]), "notes.txt")
-  const uploaded = await bob("POST", "/api/threads/b-thread/uploads", form)
-  assert.strictEqual(uploaded.status, 200, uploaded.text)
-  const threads = Path.join(gateway.home, "users", "bob", "threads")
-  const outputs = Path.join(threads, Fs.readdirSync(threads)[0]!, "user-data", "outputs")
-  Fs.mkdirSync(outputs, { recursive: true })
-  return outputs
-}
-
 describe("an artifact swapped for a link once its path was resolved", () => {
   it("is not read through the link: another user's memory stays theirs", async () => {
     const fact = await alice("POST", "/api/memory/facts", { content: "ALICE-PRIVATE: her bank is Foo" })
     assert.strictEqual(fact.status, 200, fact.text)
-    const outputs = await bobsOutputs()
+    const outputs = await uploadedOutputs(bob, gateway.home, "bob", "b-thread")
     const report = Path.join(outputs, "report.txt")
     Fs.writeFileSync(report, "bob's report")
     const aliceMemory = Path.join(gateway.home, "users", "alice", "memory.json")
@@ -66,17 +56,10 @@ describe("an artifact swapped for a link once its path was resolved", () => {
 
     const path = "/api/threads/b-thread/artifacts/mnt/user-data/outputs/report.txt"
     assert.strictEqual((await bob("GET", path)).text, "bob's report")
-    let swapped = false
-    swapAt = {
-      path: report,
-      swap: () => {
-        Fs.rmSync(report)
-        Fs.symlinkSync(Path.relative(outputs, aliceMemory), report)
-        swapped = true
-      }
-    }
+    const link = swapForLink(report, aliceMemory)
+    swapAt = link
     const answer = await bob("GET", path)
-    assert.isTrue(swapped)
+    assert.isTrue(link.swapped())
     assert.notInclude(answer.text, "ALICE-PRIVATE")
     assert.strictEqual(answer.status, 404, answer.text)
     assert.include(answer.json().detail, "Artifact /mnt/user-data/outputs/report.txt")

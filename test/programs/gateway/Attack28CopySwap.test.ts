@@ -10,6 +10,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import { createRequire, syncBuiltinESMExports } from "node:module"
 import * as Path from "node:path"
+import type { LinkSwap } from "../../support/linkSwap.js"
+import { swapForLink, uploadedOutputs } from "../../support/linkSwap.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -21,7 +23,7 @@ const bob = Requests.as(() => gateway, Support.BOB)
 // `node:fs/promises`, its `copyFile` and `open` wrapped to run `swapAt.swap` before opening a path of `swapAt`
 const promises = createRequire(import.meta.url)("node:fs/promises") as typeof Fs.promises
 const { copyFile, open } = promises
-let swapAt: { readonly path: string; readonly swap: () => void } | undefined
+let swapAt: LinkSwap | undefined
 const swapFirst = (path: unknown) => {
   if (swapAt !== undefined && String(path) === swapAt.path) {
     swapAt.swap()
@@ -51,29 +53,17 @@ describe("a file of a thread swapped for a link as the thread is copied", () => 
   it("is left out of the copy: another user's memory stays theirs", async () => {
     const fact = await alice("POST", "/api/memory/facts", { content: "ALICE-PRIVATE: her bank is Foo" })
     assert.strictEqual(fact.status, 200, fact.text)
-    const form = new FormData()
-    form.append("files", new Blob(["notes"]), "notes.txt")
-    assert.strictEqual((await bob("POST", "/api/threads/b-thread/uploads", form)).status, 200)
-    const threads = Path.join(gateway.home, "users", "bob", "threads")
-    const outputs = Path.join(threads, Fs.readdirSync(threads)[0]!, "user-data", "outputs")
-    Fs.mkdirSync(outputs, { recursive: true })
+    const outputs = await uploadedOutputs(bob, gateway.home, "bob", "b-thread")
     const report = Path.join(outputs, "report.txt")
     Fs.writeFileSync(report, "bob's report")
     Fs.writeFileSync(Path.join(outputs, "kept.txt"), "kept")
     const aliceMemory = Path.join(gateway.home, "users", "alice", "memory.json")
 
-    let swapped = false
-    swapAt = {
-      path: report,
-      swap: () => {
-        Fs.rmSync(report)
-        Fs.symlinkSync(Path.relative(outputs, aliceMemory), report)
-        swapped = true
-      }
-    }
+    const link = swapForLink(report, aliceMemory)
+    swapAt = link
     const copied = await bob("POST", "/threads/b-thread/copy", {})
     assert.strictEqual(copied.status, 200, copied.text)
-    assert.isTrue(swapped)
+    assert.isTrue(link.swapped())
     const copy = copied.json().thread_id
     const read = async (name: string) =>
       bob("GET", `/api/threads/${copy}/artifacts/mnt/user-data/outputs/${name}`)
