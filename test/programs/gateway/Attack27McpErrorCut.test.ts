@@ -5,50 +5,23 @@
  * read by the model, kept in the thread and streamed.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as McpErrorCut from "../../support/mcpErrorCut.js"
 import * as Servers from "../../support/mcpServers.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 const SECRET = "ERPTOKEN-a27-0123456789abcdefghijklmnop"
 const SLOW = 120_000
 
-/** A stdio MCP server whose `report` fails, saying its `$ERP_TOKEN` back 470 characters into its error. */
-const FAILING = `
-  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
-  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
-  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
-  const server = new Server({ name: "erp", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [{ name: "report", description: "Fetches the report", inputSchema: { type: "object" } }]
-  }))
-  server.setRequestHandler(CallToolRequestSchema, async () => {
-    throw new Error("refused: " + "x".repeat(460) + (process.env.ERP_TOKEN ?? "") + " is not valid here")
-  })
-  await server.connect(new StdioServerTransport())
-`
-
-/** What the model was sent as the tool's result. */
-const seenByModel: Array<string> = []
-const script = (body: ChatRequestBody): Turn => {
-  const last = body.messages.at(-1)
-  if (last?.role === "tool") {
-    seenByModel.push(JSON.stringify(last.content))
-    return "The server failed."
-  }
-  return { toolCalls: [{ name: "erp_report", arguments: {} }] }
-}
+const { seenByModel, script } = McpErrorCut.reportCaller()
 
 let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
 
 beforeAll(async () => {
-  const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", FAILING] }
+  const server = McpErrorCut.failingReport(`process.env.ERP_TOKEN ?? ""`)
+  const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", server] }
   gateway = await Support.startOverMcp("antler-attack27-mcp-", {
     erp: { ...Servers.server(erp), env: { ERP_TOKEN: "${secret:ERP_TOKEN}" } }
   }, { script })

@@ -6,50 +6,23 @@
  * beginning read by the model, kept in the thread and streamed.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as McpErrorCut from "../../support/mcpErrorCut.js"
 import * as Servers from "../../support/mcpServers.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 const KEY = "VAULTKEY-a29-0123456789abcdefghijklmnop"
 const SLOW = 120_000
 
-/** A stdio MCP server whose `report` fails saying `key` 487 characters into its error (the cut is at 500). */
-const failing = (key: string) => `
-  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
-  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
-  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
-  const server = new Server({ name: "erp", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [{ name: "report", description: "Fetches the report", inputSchema: { type: "object" } }]
-  }))
-  server.setRequestHandler(CallToolRequestSchema, async () => {
-    throw new Error("refused: " + "x".repeat(460) + ${JSON.stringify(key)} + " is not valid here")
-  })
-  await server.connect(new StdioServerTransport())
-`
-
-/** What the model was sent as the tool's result. */
-const seenByModel: Array<string> = []
-const script = (body: ChatRequestBody): Turn => {
-  const last = body.messages.at(-1)
-  if (last?.role === "tool") {
-    seenByModel.push(JSON.stringify(last.content))
-    return "The server failed."
-  }
-  return { toolCalls: [{ name: "erp_report", arguments: {} }] }
-}
+const { seenByModel, script } = McpErrorCut.reportCaller()
 
 let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
 
 beforeAll(async () => {
-  const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", failing(KEY)] }
+  const server = McpErrorCut.failingReport(JSON.stringify(KEY))
+  const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", server] }
   // (the vault server does not start: its env value is one of the process's secrets all the same)
   const vault = { type: "stdio", command: process.execPath, args: ["-e", "process.exit(1)"] }
   gateway = await Support.startOverMcp("antler-attack29-mcp-", {

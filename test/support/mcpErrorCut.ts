@@ -1,0 +1,43 @@
+/**
+ * The MCP error-cut attacks' parts (Attack27McpErrorCut, Attack29McpErrorCut): a stdio MCP server whose one tool fails
+ * saying a value where McpClient's 500-character cut of the error falls, and a scripted model that calls it once and
+ * keeps what it read as the tool's result.
+ */
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
+
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
+const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
+
+/**
+ * The source of a stdio MCP server `erp` whose tool `report` fails saying the value of the JavaScript expression `said`
+ * (evaluated in the server) 469 characters into its error, inside the cut at 500.
+ */
+export const failingReport = (said: string) => `
+  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
+  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
+  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
+  const server = new Server({ name: "erp", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [{ name: "report", description: "Fetches the report", inputSchema: { type: "object" } }]
+  }))
+  server.setRequestHandler(CallToolRequestSchema, async () => {
+    throw new Error("refused: " + "x".repeat(460) + (${said}) + " is not valid here")
+  })
+  await server.connect(new StdioServerTransport())
+`
+
+/** A model that calls `erp_report` once, then ends; `seenByModel` holds each tool result it was sent, as JSON. */
+export const reportCaller = () => {
+  const seenByModel: Array<string> = []
+  const script = (body: ChatRequestBody): Turn => {
+    const last = body.messages.at(-1)
+    if (last?.role === "tool") {
+      seenByModel.push(JSON.stringify(last.content))
+      return "The server failed."
+    }
+    return { toolCalls: [{ name: "erp_report", arguments: {} }] }
+  }
+  return { seenByModel, script }
+}
