@@ -17,6 +17,7 @@ import type {
   ThreadSummary
 } from "../services/ThreadStore.js"
 import {
+  changedRun,
   deleteBusyMessage,
   fencedMessage,
   keptMetadata,
@@ -295,11 +296,8 @@ export const make = (): ThreadStore["Type"] => {
     updateRun: (threadId, runId, change) =>
       Effect.sync(() => {
         const entry = threads.get(threadId)
-        const run = entry?.runs.get(runId)
-        if (entry === undefined || run === undefined) return undefined
-        const metadata = change(run)
-        if (metadata === undefined) return undefined
-        const written = { ...run, metadata }
+        const written = changedRun(entry?.runs.get(runId), threadId, change)
+        if (entry === undefined || written === undefined) return undefined
         entry.runs.set(runId, written)
         touched(entry)
         return written

@@ -26,7 +26,14 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { StoreError } from "../services/RunContext.js"
 import type { RunRecord } from "../services/ThreadStore.js"
-import { deleteBusyMessage, keptMetadata, leaseBlocks, ThreadStore, withSpans } from "../services/ThreadStore.js"
+import {
+  changedRun,
+  deleteBusyMessage,
+  keptMetadata,
+  leaseBlocks,
+  ThreadStore,
+  withSpans
+} from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as Access from "./sqlite/Access.js"
 import * as GroupCommit from "./sqlite/GroupCommit.js"
@@ -210,12 +217,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     const updateRun: ThreadStore["Type"]["updateRun"] = (threadId, runId, change) =>
       transaction(
         Effect.gen(function*() {
-          const stored = yield* storedRun(runId)
-          if (stored === undefined || stored.thread_id !== threadId) return undefined
-          const metadata = change(stored)
-          if (metadata === undefined) return undefined
-          const written = { ...stored, metadata }
-          yield* upsertRun(written)
+          const written = changedRun(yield* storedRun(runId), threadId, change)
+          if (written !== undefined) yield* upsertRun(written)
           return written
         }),
         "updateRun",

@@ -254,6 +254,20 @@ export const keptMetadata = (metadata: Metadata, stored: Metadata | null | undef
   return out
 }
 
+/**
+ * The run `updateRun` writes: `stored` with the metadata `change` gives it; none when there is no such run of
+ * `threadId` or `change` answers none.
+ */
+export const changedRun = (
+  stored: RunRecord | undefined,
+  threadId: string,
+  change: (run: RunRecord) => Metadata | undefined
+): RunRecord | undefined => {
+  if (stored === undefined || stored.thread_id !== threadId) return undefined
+  const metadata = change(stored)
+  return metadata === undefined ? undefined : { ...stored, metadata }
+}
+
 /** The thread store port. */
 export class ThreadStore extends Context.Tag("antler/ThreadStore")<
   ThreadStore,

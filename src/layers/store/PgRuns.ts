@@ -5,7 +5,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import type { RunRecord } from "../../services/ThreadStore.js"
-import { keptMetadata, type ThreadStore } from "../../services/ThreadStore.js"
+import { changedRun, keptMetadata, type ThreadStore } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import type * as PgAccess from "./PgAccess.js"
 import { decodeRows, decodeRunEventsRows, decodeRunRows, runEventsText } from "./Rows.js"
@@ -80,12 +80,8 @@ export const make = ({ access, redactor, now, ensureThread }: Options): Runs => 
   const updateRun: ThreadStore["Type"]["updateRun"] = (threadId, runId, change) =>
     transaction(
       Effect.gen(function*() {
-        const stored = yield* lockedRun(runId, "updateRun")
-        if (stored === undefined || stored.thread_id !== threadId) return undefined
-        const metadata = change(stored)
-        if (metadata === undefined) return undefined
-        const written = { ...stored, metadata }
-        yield* upsertRun(written)
+        const written = changedRun(yield* lockedRun(runId, "updateRun"), threadId, change)
+        if (written !== undefined) yield* upsertRun(written)
         return written
       }),
       "updateRun",
