@@ -52,7 +52,11 @@ const RemoteId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_RE
 const Artifact = Schema.Struct({ uri: Schema.NonEmptyString, mime_type: Schema.NonEmptyString })
 const Payload = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
-const SubmitPayload = Schema.Struct({ task_id: RemoteId, status: Schema.Literal("running") })
+/** DeerFlow's `TaskSubmission`: a blank remote id could never be polled. */
+const SubmitPayload = Schema.Struct({
+  task_id: RemoteId.pipe(Schema.filter((id) => id.trim() !== "" || "remote_task_id must not be empty")),
+  status: Schema.Literal("running")
+})
 
 const StatusPayload = Schema.Struct({
   task_id: RemoteId,
