@@ -126,6 +126,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const callTimeoutMs = options.callTimeoutMs ?? 300_000
     const retryAfterMs = options.retryAfterMs ?? 30_000
     const maxMessageBytes = Math.max(1024, options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES)
+    // (what a failed start's or listing's error is masked with before its cut: the process's secrets)
+    const processSecrets = options.redact
     // (why a client's connection was ended for a message over the bound: its failed calls say so)
     const oversize = new WeakMap<Client, string>()
     const connections: Array<Connection> = []
@@ -287,23 +289,26 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             // (the workspace is the model's: a symlink its bash put at .mcp is not followed)
             yield* Effect.try({
               try: () => WorkspaceDirs.make(cwd, [tmp]),
-              catch: (error) => fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(error, c)}`)
+              catch: (error) =>
+                fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(error, c, processSecrets)}`)
             })
           }
           const sdk = yield* Effect.tryPromise({
             try: () => OptionalPackage.load([MCP_SDK], "connect to MCP servers", loadSdk),
             catch: (cause) =>
-              fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(cause, c)}`)
+              fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(cause, c, processSecrets)}`)
           })
           c.starts++
           c.stderr = ""
           const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })
           const start: Start = { client, child: undefined }
           const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
-          // (the entry's own secrets and a call's request secrets hidden as the stderr arrives, before its tail is
-          // cut; a prefix of one at a chunk's end waits for the next: a value split between chunks is hidden too)
+          // (the entry's own secrets, a call's request secrets and the process's hidden as the stderr arrives, before
+          // its tail is cut; a prefix of one at a chunk's end waits for the next: a value split between chunks too)
           const hides = c.hides ?? []
-          const hidden = Redact.make([...entrySecrets(entry), ...hides], { encoded: hides.length > 0 }).stream()
+          const hidden = Redact.make([...entrySecrets(entry), ...hides, ...processSecrets?.secrets ?? []], {
+            encoded: hides.length > 0
+          }).stream()
           const transport = makeTransport(sdk, c.transport, entry, start, wrapper, (text) => {
             c.stderr = (c.stderr + hidden.push(text)).slice(-2000)
           }, {
@@ -338,7 +343,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             const tail = clean((c.stderr + hidden.peek()).slice(-2000), 300)
             const message = timedOut
               ? `MCP server '${c.name}' did not finish starting within ${ms / 1000} s`
-              : `MCP server '${c.name}' could not be started: ${oversize.get(client) ?? errorText(connected.left, c)}` +
+              : `MCP server '${c.name}' could not be started: ` +
+                `${oversize.get(client) ?? errorText(connected.left, c, processSecrets)}` +
                 (tail !== "" ? ` (its stderr: ${tail})` : "")
             c.failure = { message, at: yield* Clock.currentTimeMillis }
             return yield* Effect.fail(fail(c, timedOut ? "timeout" : "start", message))
@@ -371,7 +377,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
               fail(
                 c,
                 codeOf(error) === -32001 ? "timeout" : "protocol",
-                `MCP server '${c.name}' did not list its tools: ${oversize.get(client) ?? errorText(error, c)}`
+                `MCP server '${c.name}' did not list its tools: ` +
+                  (oversize.get(client) ?? errorText(error, c, processSecrets))
               )
           })
           const listed = toolsOf(c.name, c.config, answer.tools)

@@ -471,5 +471,7 @@ export const mcpLayer = (
   ExtensionsFile.layer({
     // (a growing redactor learns the secrets of servers a hand edit of the file adds)
     learnSecrets: redact !== undefined && "learn" in redact ? (redact as Redact.Growing).learn : undefined,
+    // (hidden in a failed start's or listing's error before its cut: another server's env value, a model's key)
+    redact,
     freezeTaskServers: options.freezeTaskServers
   }).pipe(Layer.provide(Layer.succeed(AppConfigService, app)))

@@ -1,7 +1,7 @@
 /**
- * The MCP error-cut attacks' parts (Attack27McpErrorCut, Attack29McpErrorCut): a stdio MCP server whose one tool fails
- * saying a value where McpClient's 500-character cut of the error falls, and a scripted model that calls it once and
- * keeps what it read as the tool's result.
+ * The MCP error-cut attacks' parts (Attack27McpErrorCut, Attack29McpErrorCut, Attack29bMcpStartCut): stdio MCP servers
+ * whose tool, listing or start fails saying a value where McpClient's cut of the error falls, and a scripted model that
+ * calls the tool once and keeps what it read as the tool's result.
  */
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -41,3 +41,25 @@ export const reportCaller = () => {
   }
   return { seenByModel, script }
 }
+
+/**
+ * The source of a stdio MCP server whose listing fails saying the value of the JavaScript expression `said` 469
+ * characters into its error, inside the cut at 500.
+ */
+export const failingListing = (said: string) => `
+  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
+  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
+  import { ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
+  const server = new Server({ name: "lister", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    throw new Error("refused: " + "x".repeat(460) + (${said}) + " is not valid here")
+  })
+  await server.connect(new StdioServerTransport())
+`
+
+/**
+ * The source of a process that says the value of `said` on its stderr 290 characters in, inside the cut of a failed
+ * start's stderr tail at 300, and exits before any handshake.
+ */
+export const failingStart = (said: string) =>
+  `process.stderr.write("y".repeat(290) + (${said}) + " is not valid here\\n"); process.exit(1)`

@@ -4,6 +4,7 @@
  */
 import type { McpServerConfig } from "../../services/Extensions.js"
 import type { SessionScope } from "../../services/Mcp.js"
+import type { Redactor } from "../../state/Redact.js"
 import type * as WorkspaceFiles from "./WorkspaceFiles.js"
 
 /** Options of the service. */
@@ -45,6 +46,12 @@ export interface Options {
    * says.
    */
   readonly workspace?: ((scope: SessionScope) => Workspace | undefined) | undefined
+  /**
+   * The process's own secrets (`ProcessSecrets`: another server's env value, a model's key), hidden in a failed
+   * start's or listing's error (its stderr as it arrives) before its cut: a server is shared by runs, so no run's
+   * context is there to give them. Default: none.
+   */
+  readonly redact?: Redactor | undefined
 }
 
 /** A scope's place for its stdio servers' processes (`Options.workspace`). */
