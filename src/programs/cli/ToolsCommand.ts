@@ -52,8 +52,11 @@ const noModel = Layer.succeed(ModelService, {
     Effect.fail(new ModelError({ reason: "other", errorType: "NoModel", message: "tools list calls no model" }))
 })
 
-/** Builds the agent for `model` (default: the first configured) and reports its tools. */
-export const report = (app: AppConfigService["Type"], model: string | undefined) =>
+/**
+ * Builds the agent for `model` (default: the first configured) and reports its tools. `redact`: the process's secrets,
+ * hidden in what the agent and its MCP servers cut (a failed start's error) before the cut.
+ */
+export const report = (app: AppConfigService["Type"], model: string | undefined, redact?: Redact.Redactor) =>
   Effect.gen(function*() {
     const factory = yield* Factory.AgentFactory
     // (as the CLI's runs are: an admin's)
@@ -78,9 +81,9 @@ export const report = (app: AppConfigService["Type"], model: string | undefined)
     } satisfies Report
   }).pipe(
     Effect.provide(
-      Factory.layer({ models: app.config.models, requireModel: false }).pipe(
+      Factory.layer({ models: app.config.models, requireModel: false, redact }).pipe(
         Layer.provide(noModel),
-        Layer.provideMerge(App.mcpLayer(app)),
+        Layer.provideMerge(App.mcpLayer(app, redact)),
         Layer.provideMerge(Layer.mergeAll(
           Layer.succeed(AppConfigService, app),
           MemoryThreadStore.layer(),
@@ -138,9 +141,9 @@ const list: CliCommand.Entry = {
       Effect.gen(function*() {
         const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
         yield* CliCommand.checkTools(app)
-        const result = yield* Effect.scoped(report(app, Option.getOrUndefined(args.model)))
         const secrets = yield* App.toolSecrets(app)
         const redact = App.redactor(app.config.models, {}, secrets)
+        const result = yield* Effect.scoped(report(app, Option.getOrUndefined(args.model), redact))
         if (args.json) yield* Render.write(`${Render.safeText(JSON.stringify(result), redact)}\n`)
         else yield* Render.write(render(result, { color: Render.useColor(), redact }))
       }).pipe(Effect.catchAll(CliCommand.reportFailure("error")))
