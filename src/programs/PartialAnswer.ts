@@ -3,12 +3,15 @@
  * for the message being generated, kept so that a stopped run leaves what the user saw in the thread, as an AI
  * message under the id its pieces were streamed with (a client showing the streamed message sees the same one in
  * the thread's state and message pages). Only text: a tool call the model had begun is dropped, so nothing is
- * left without its result. Bounded: past `MAX_PARTIAL_CHARS` the rest is not kept.
+ * left without its result. Bounded: past `MAX_PARTIAL_CHARS` the rest is not kept; a text cut there is masked with
+ * the process's secrets and the run's (`message`'s `hide`), a beginning of one left at the cut too
+ * (`Redactor.last`): the store's mask after it finds whole values only.
  */
 import * as TextBuilder from "../internal/TextBuilder.js"
 import type { RunEvent } from "../services/RunEvents.js"
 import type { AIMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { Redactor } from "../state/Redact.js"
 
 /** The most characters of a stopped answer (text and reasoning each) kept in the thread. */
 export const MAX_PARTIAL_CHARS = 200_000
@@ -20,9 +23,15 @@ export const STOPPED = "stopped"
 export interface PartialAnswer {
   /** Sees an event the run emits (only `token` events count; a new message id starts over). */
   readonly see: (event: RunEvent) => void
-  /** The message to keep when the run stops now, unless `written` holds its id or nothing of it was text. */
-  readonly message: (written: ReadonlyArray<{ readonly id: string }>) => AIMessage | undefined
+  /**
+   * The message to keep when the run stops now, unless `written` holds its id or nothing of it was text; a text cut at
+   * the bound masked with `hide` (see the module's header).
+   */
+  readonly message: (written: ReadonlyArray<{ readonly id: string }>, hide: Redactor) => AIMessage | undefined
 }
+
+/** A text kept to the bound, masked if it was cut there (a secret's beginning at the cut hidden). */
+const cut = (kept: string, hide: Redactor): string => kept.length < MAX_PARTIAL_CHARS ? kept : hide.last(kept)
 
 /** A fresh tracker for one run. */
 export const make = (): PartialAnswer => {
@@ -46,12 +55,12 @@ export const make = (): PartialAnswer => {
       add(text, event.text)
       add(reasoning, event.reasoning)
     },
-    message: (written) => {
-      const said = text.text()
+    message: (written, hide) => {
+      const said = cut(text.text(), hide)
       if (id === undefined || said.trim() === "") return undefined
       const current = id
       if (written.some((m) => m.id === current)) return undefined
-      const thought = reasoning.text()
+      const thought = cut(reasoning.text(), hide)
       return M.ai(said, {
         id: current,
         additional_kwargs: thought === "" ? {} : { reasoning_content: thought },

@@ -31,6 +31,7 @@ import type { Ports } from "../middleware/Middleware.js"
 import * as RunFrame from "../middleware/internal/RunFrame.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import type { RunOptions, RunServices } from "../services/RunContext.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent, RunUsage, StopReason } from "../services/RunEvents.js"
@@ -38,11 +39,13 @@ import { RunEvents } from "../services/RunEvents.js"
 import { RunHandover } from "../services/RunHandover.js"
 import type { Lost } from "../services/RunSettlement.js"
 import { LAPSED, RunSettlement } from "../services/RunSettlement.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
 import type { LeaseHolder } from "../services/ThreadStore.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import { ToolService } from "../services/ToolService.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Redact from "../state/Redact.js"
 import type { BackgroundTask, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import * as PartialAnswer from "./PartialAnswer.js"
@@ -296,7 +299,9 @@ export const execute = <E = never, R = never>(
     const handover = Exit.isInterrupted(exit) &&
       Option.match(yield* Effect.serviceOption(RunHandover), { onNone: () => false, onSome: (h) => h.requested() })
     if (Exit.isInterrupted(exit) && !handover) {
-      const stopped = partial.message(holder.current().messages)
+      // (what was kept of it masked with the process's secrets and the run's: a cut at the bound may fall in one)
+      const hide = SkillSecrets.runRedactor((yield* ProcessSecrets.current) ?? Redact.none, options.secrets)
+      const stopped = partial.message(holder.current().messages, hide)
       if (stopped !== undefined) yield* Effect.ignore(holder.service.update({ messages: [stopped] }))
     }
     yield* closeDangling

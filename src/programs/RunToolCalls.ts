@@ -9,11 +9,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as RunFrame from "../middleware/internal/RunFrame.js"
 import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import type { RunOptions, RunServices } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
 import type { Interrupt, ToolResult } from "../services/ToolService.js"
 import type { AIMessage, Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { Redactor } from "../state/Redact.js"
+import * as Redact from "../state/Redact.js"
 import type { ReducerError } from "../state/Reducers.js"
 import type { StateUpdate } from "../state/ThreadState.js"
 import type * as RunStateHolder from "./RunStateHolder.js"
@@ -44,10 +47,23 @@ export const danglingCalls = (messages: ReadonlyArray<Message>): ReadonlyArray<T
 export const interruptedResults = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> =>
   danglingCalls(messages).map((call) => M.tool(INTERRUPTED_TOOL_RESULT, call.id, { name: call.name, status: "error" }))
 
-const invalidCallResult = (call: M.InvalidToolCall, index: number, message: AIMessage): ToolResult => ({
+/**
+ * What the loop's own cuts (an invalid call's error, a tool failure's detail: 500 characters each) mask before them:
+ * the process's secrets and the run's (`ProcessSecrets.ofRun`); a cut inside one would keep its beginning, where the
+ * masks after it (the stream's, the store's) find whole values only.
+ */
+const hideOf: Effect.Effect<Redactor> = Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun)
+
+const invalidCallResult = (
+  call: M.InvalidToolCall,
+  index: number,
+  message: AIMessage,
+  hide: Redactor
+): ToolResult => ({
   message: M.tool(
     call.error
-      ? `Error: The arguments of this tool call are not valid JSON (${call.error.slice(0, 500)}). Nothing was run. ` +
+      ? `Error: The arguments of this tool call are not valid JSON (${hide.text(call.error).slice(0, 500)}). ` +
+        `Nothing was run. ` +
         `Send the call again with a JSON object as arguments.`
       : `Error: The arguments of this tool call are not valid JSON. Nothing was run. ` +
         `Send the call again with a JSON object as arguments.`,
@@ -57,10 +73,10 @@ const invalidCallResult = (call: M.InvalidToolCall, index: number, message: AIMe
 })
 
 // The last resort when no ToolErrorHandling is in the chain: the same description, without its metadata.
-const failedCallResult = (call: ToolCall, cause: Cause.Cause<unknown>): ToolResult => {
+const failedCallResult = (call: ToolCall, cause: Cause.Cause<unknown>, hide: Redactor): ToolResult => {
   const failure = Cause.failureOption(cause)
   const { type, detail } = describeFailure(Option.isSome(failure) ? failure.value : Cause.squash(cause))
-  return Tool.errorResult(call, `Error: Tool '${call.name}' failed with ${type}: ${truncateDetail(detail)}`)
+  return Tool.errorResult(call, `Error: Tool '${call.name}' failed with ${type}: ${truncateDetail(hide.text(detail))}`)
 }
 
 /** What a step's tool calls go through. */
@@ -92,6 +108,18 @@ export const callTools = (
   message: AIMessage,
   tracing: boolean
 ): Effect.Effect<Interrupt | undefined, ReducerError, RunServices> =>
+  // (the mask of the invalid calls' errors read only when there are any: most steps have none)
+  (message.invalid_tool_calls?.length ?? 0) > 0
+    ? Effect.flatMap(hideOf, (hide) => calling(step, ports, message, tracing, hide))
+    : calling(step, ports, message, tracing, Redact.none)
+
+const calling = (
+  step: Calls,
+  ports: RunFrame.Resolved,
+  message: AIMessage,
+  tracing: boolean,
+  hideInvalid: Redactor
+): Effect.Effect<Interrupt | undefined, ReducerError, RunServices> =>
   Effect.suspend(() => {
     const calls = M.toolCalls(message)
     const known = step.known
@@ -118,8 +146,9 @@ export const callTools = (
             return Effect.void
           }
           if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-          results[index] = failedCallResult(call, cause)
-          return Effect.void
+          return Effect.map(hideOf, (hide) => {
+            results[index] = failedCallResult(call, cause, hide)
+          })
         },
         onSuccess: (result) => {
           results[index] = result
@@ -142,7 +171,9 @@ export const callTools = (
         writes.push(result.message)
         if (result.update !== undefined) (updates ??= []).push([result.update, calls[i]!.id])
       }
-      message.invalid_tool_calls?.forEach((call, i) => writes.push(invalidCallResult(call, i, message).message))
+      message.invalid_tool_calls?.forEach((call, i) =>
+        writes.push(invalidCallResult(call, i, message, hideInvalid).message)
+      )
       const apply = step.holder.apply
       if (writes.length > 0) {
         const failed = apply({ messages: writes })
