@@ -18,11 +18,13 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../services/ModelService.js"
 import { withUpdate } from "../services/ModelService.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { charsOf, cutAt, headChars, joinChars } from "../state/Chars.js"
 import type { AIMessage, Message, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import { escapeText } from "../state/Markup.js"
+import * as Redact from "../state/Redact.js"
 import { isTerminal, MAX_DELEGATIONS } from "../state/Reducers.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
 import type {
@@ -359,11 +361,14 @@ export const renderLedger = (entries: ReadonlyArray<DelegationEntry>, max: numbe
 export const renderData = (
   summary: string | null,
   skills: ReadonlyArray<SkillEntry>,
-  delegations: ReadonlyArray<DelegationEntry> = []
+  delegations: ReadonlyArray<DelegationEntry> = [],
+  hide: Redact.Redactor = Redact.none
 ): string | undefined => {
   const sections: Array<string> = []
   if (summary !== null && summary.trim() !== "") {
-    sections.push(`${SUMMARY_HEADING}\n${clip(escapeText(summary.trim()))}`)
+    // (masked before its clip: the process's secrets and the run's, `ProcessSecrets.ofRun`; the run's state is not
+    // masked, and a cut inside a key would keep its beginning where the masks after it find whole values only)
+    sections.push(`${SUMMARY_HEADING}\n${clip(escapeText(hide.text(summary.trim())))}`)
   }
   if (delegations.length > 0) sections.push(renderLedger(delegations))
   if (skills.length > 0) {
@@ -423,9 +428,10 @@ export const reproject = (
     readonly summary_text: string | null
     readonly skill_context: ReadonlyArray<SkillEntry>
     readonly delegations?: ReadonlyArray<DelegationEntry> | undefined
-  }
+  },
+  hide?: Redact.Redactor
 ): ReadonlyArray<Message> => {
-  const data = renderData(state.summary_text, state.skill_context, state.delegations)
+  const data = renderData(state.summary_text, state.skill_context, state.delegations, hide)
   const base = strip(messages)
   return data === undefined ? base : insert(base, projection(data))
 }
@@ -458,6 +464,8 @@ export const layer = (options: Options = {}): Middleware => {
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
     const context = yield* RunContext
+    // (what the summary is masked with before its clip)
+    const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
     // The rendered projection depends only on these three values; re-render only when one changes.
     let summary: string | null | undefined
     let skills: ReadonlyArray<SkillEntry> | undefined
@@ -522,7 +530,7 @@ export const layer = (options: Options = {}): Middleware => {
               summary = current.summary_text
               skills = current.skill_context
               ledger = current.delegations
-              const data = renderData(summary, skills, ledger)
+              const data = renderData(summary, skills, ledger, hide)
               injected = data === undefined ? undefined : projection(data)
             }
             const sent = injected === undefined ? request : { ...request, messages: insert(request.messages, injected) }

@@ -30,6 +30,7 @@ import type { SummarizationConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import type * as Authz from "../services/Authorization.js"
 import type { ModelRequest } from "../services/ModelService.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { Message } from "../state/Message.js"
@@ -106,6 +107,8 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
     if (!settings.config.enabled) return {}
     const { triggers, window } = settings
     if (triggers.length === 0) return {}
+    // (what the new summary is masked with before DurableContext's clip of it, in the request after a compaction)
+    const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
 
     const totals = Tokens.makeTotals(counter)
     let summaryText: string | null = null
@@ -169,7 +172,7 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
         const after = yield* state.get
         compacted = { messages: after.messages, plan: outcome.plan }
         yield* emitCustom("summarization", Compact.eventData(outcome, counted(after)))
-        return rebuildRequest(request, outcome.plan, after)
+        return rebuildRequest(request, outcome.plan, after, hide)
       }).pipe(
         Effect.withSpan("Summarization.auto", {
           attributes: { messages: current.messages.length, trigger: hit.trigger.type }
@@ -190,8 +193,9 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
           request.internal !== undefined ? request : atOnce(state, (current) => {
             let outgoing = request
             if (compacted !== undefined) {
-              if (current.messages === compacted.messages) outgoing = rebuildRequest(request, compacted.plan, current)
-              else compacted = undefined
+              if (current.messages === compacted.messages) {
+                outgoing = rebuildRequest(request, compacted.plan, current, hide)
+              } else compacted = undefined
             }
             if (current.messages === settled) return outgoing
             const hit = firstHit(current.messages, current.summary_text, triggers, window, () => counted(current))

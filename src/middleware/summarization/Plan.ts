@@ -11,6 +11,7 @@ import type { ContextSize, SummarizationConfig } from "../../services/AppConfig.
 import type { ModelRequest } from "../../services/ModelService.js"
 import type { Message, ToolCall } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import type { Redactor } from "../../state/Redact.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 import type * as Tokens from "../../state/Tokens.js"
 import * as DurableContext from "../DurableContext.js"
@@ -349,7 +350,8 @@ export const isCompaction = (update: StateUpdate): boolean => {
 export const rebuildRequest = (
   request: ModelRequest,
   compaction: Plan,
-  state: Pick<ThreadState, "summary_text" | "skill_context"> & Partial<Pick<ThreadState, "delegations">>
+  state: Pick<ThreadState, "summary_text" | "skill_context"> & Partial<Pick<ThreadState, "delegations">>,
+  hide?: Redactor
 ): ModelRequest => {
   const gone = new Set<string>()
   const goneCalls = new Set<string>()
@@ -360,5 +362,5 @@ export const rebuildRequest = (
   const messages = request.messages.filter((message) =>
     !gone.has(message.id) && !(message.type === "tool" && goneCalls.has(message.tool_call_id))
   )
-  return { ...request, messages: DurableContext.reproject(messages, state) }
+  return { ...request, messages: DurableContext.reproject(messages, state, hide) }
 }
