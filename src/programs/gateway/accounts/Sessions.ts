@@ -8,9 +8,12 @@
  * checks (`Guard.ts`), which every request passes first.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Identity } from "../Auth.js"
+import { isLoopback } from "../Auth.js"
+import { parseHost } from "../Guard.js"
 import { fail, GatewayError } from "../api/Problem.js"
 import type { AccountStore, OpenedSession } from "./AccountStore.js"
 import { csrfMatches } from "./AccountStore.js"
@@ -33,6 +36,37 @@ export const isSecure = (headers: Readonly<Record<string, string | undefined>>):
     if (at < 0 || pair.slice(0, at).trim().toLowerCase() !== "proto") return false
     return pair.slice(at + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase() === "https"
   })
+}
+
+/** An operator's consent to sessions kept over plain HTTP on a public host (DeerFlow's variable: `1`, `true`...). */
+export const ALLOW_INSECURE_PERSISTENT_ENV = "DEER_FLOW_AUTH_ALLOW_INSECURE_PERSISTENT_COOKIE"
+
+/**
+ * Whether the request's own `Host` (never a forwarded one, which the client writes) is a loopback browser origin:
+ * `localhost`, `*.localhost`, `127.0.0.0/8`, `[::1]`.
+ */
+export const isLocalOrigin = (headers: Readonly<Record<string, string | undefined>>): boolean => {
+  const host = parseHost(headers["host"] ?? "")
+  return host !== undefined && (host.name.endsWith(".localhost") || isLoopback(host.name))
+}
+
+/**
+ * How long a new session's cookies last, as DeerFlow's `resolve_session_cookie_policy`: `seconds` when remembered
+ * over HTTPS or from a loopback origin (or a public one over plain HTTP with `ALLOW_INSECURE_PERSISTENT_ENV`),
+ * otherwise until the browser closes (undefined): a cookie readable on the way is not kept for a week.
+ */
+export const lifetime = (
+  headers: Readonly<Record<string, string | undefined>>,
+  remember: boolean,
+  seconds: number
+): Effect.Effect<number | undefined> => {
+  if (!remember) return Effect.succeed(undefined)
+  if (isSecure(headers) || isLocalOrigin(headers)) return Effect.succeed(seconds)
+  return Config.boolean(ALLOW_INSECURE_PERSISTENT_ENV).pipe(
+    Config.withDefault(false),
+    Effect.orElseSucceed(() => false),
+    Effect.map((allowed) => (allowed ? seconds : undefined))
+  )
 }
 
 /**

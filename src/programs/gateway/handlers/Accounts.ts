@@ -105,7 +105,7 @@ export const layer = (api: DeerFlowApi, auth: Authenticator, accounts: Options |
         const opened = yield* Effect.mapError(store.openSession(accountId), storeFailed)
         return Sessions.withSession(response, opened, {
           secure: Sessions.isSecure(request.headers),
-          maxAgeSeconds: remember ? expiresIn : undefined
+          maxAgeSeconds: yield* Sessions.lifetime(request.headers, remember, expiresIn)
         })
       })
 
