@@ -197,14 +197,16 @@ describe("gateway accounts", () => {
       const answer = await signIn(headers)
       assert.strictEqual(answer.status, 200, JSON.stringify(headers))
       const cookies = answer.headers.getSetCookie()
-      assert.strictEqual(cookies.length, 2)
+      // (the session's, its CSRF token's and the remember-me choice's)
+      assert.strictEqual(cookies.length, 3)
       return cookies.map((line) => /;\s*secure(;|$)/i.test(line))
     }
-    assert.deepStrictEqual(await secure({}), [false, false])
-    assert.deepStrictEqual(await secure({ "x-forwarded-proto": "https" }), [true, true])
-    assert.deepStrictEqual(await secure({ forwarded: "proto=https;host=antler.example" }), [true, true])
-    assert.deepStrictEqual(await secure({ forwarded: "for=192.0.2.60;Proto=\"https\", proto=http" }), [true, true])
-    assert.deepStrictEqual(await secure({ forwarded: "proto=http;host=antler.example" }), [false, false])
+    assert.deepStrictEqual(await secure({}), [false, false, false])
+    assert.deepStrictEqual(await secure({ "x-forwarded-proto": "https" }), [true, true, true])
+    assert.deepStrictEqual(await secure({ forwarded: "proto=https;host=antler.example" }), [true, true, true])
+    const first = { forwarded: "for=192.0.2.60;Proto=\"https\", proto=http" }
+    assert.deepStrictEqual(await secure(first), [true, true, true])
+    assert.deepStrictEqual(await secure({ forwarded: "proto=http;host=antler.example" }), [false, false, false])
   })
 
   it("limits failed sign-ins from one address", async () => {

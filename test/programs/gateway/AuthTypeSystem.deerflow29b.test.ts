@@ -21,7 +21,8 @@ const signIn = (gateway: TestGateway, headers: Record<string, string>, remember?
       { host: "127.0.0.1", port, method: "POST", path: "/api/v1/auth/login/local", setHost: false },
       (response) => {
         response.resume()
-        response.on("end", () => resolve({ status: response.statusCode!, cookies: response.headers["set-cookie"] ?? [] }))
+        response.on("end", () =>
+          resolve({ status: response.statusCode!, cookies: response.headers["set-cookie"] ?? [] }))
       }
     )
     request.on("error", reject)
@@ -106,5 +107,46 @@ describe("DeerFlow test_auth_type_system: the session cookie's lifetime", () => 
       delete process.env["DEER_FLOW_AUTH_ALLOW_INSECURE_PERSISTENT_COOKIE"]
     }
     assert.deepStrictEqual(await policy(gateway, { host: "sandbox.example" }), both(null, false))
+  })
+
+  it("test_change_password_preserves_session_only_preference; _reissues_..._when_preference_changes", async () => {
+    const registered = await fetch(`${gateway.url}/api/v1/auth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "bea@example.com", password: "beas own secret", remember_me: false })
+    })
+    assert.strictEqual(registered.status, 201)
+    const change = async (cookies: Array<string>, password: string, next: string, remember?: boolean) => {
+      const jar = new Map(cookies.map((line) => line.split(";")[0]!.split("=") as [string, string]))
+      const answer = await fetch(`${gateway.url}/api/v1/auth/change-password`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          cookie: [...jar].map(([name, value]) => `${name}=${value}`).join("; "),
+          "x-csrf-token": jar.get("csrf_token")!
+        },
+        body: JSON.stringify({
+          current_password: password,
+          new_password: next,
+          ...(remember === undefined ? {} : { remember_me: remember })
+        })
+      })
+      assert.strictEqual(answer.status, 200)
+      return answer.headers.getSetCookie()
+    }
+    const maxAge = (cookies: Array<string>, name: string) => {
+      const line = cookies.find((cookie) => cookie.startsWith(`${name}=`))
+      assert.isDefined(line, name)
+      const age = /;\s*max-age=(\d+)/i.exec(line!)
+      return age === null ? null : Number(age[1])
+    }
+    const kept = await change(registered.headers.getSetCookie(), "beas own secret", "beas second secret")
+    assert.strictEqual(maxAge(kept, "access_token"), null, "a session-only sign-in stays session-only")
+    assert.strictEqual(maxAge(kept, "csrf_token"), null)
+    const remembered = await change(kept, "beas second secret", "beas third secret", true)
+    assert.strictEqual(maxAge(remembered, "access_token"), WEEK)
+    assert.strictEqual(maxAge(remembered, "csrf_token"), WEEK)
+    const again = await change(remembered, "beas third secret", "beas fourth secret")
+    assert.strictEqual(maxAge(again, "access_token"), WEEK, "and a remembered one stays remembered")
   })
 })

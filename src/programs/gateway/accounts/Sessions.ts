@@ -21,6 +21,12 @@ import { csrfMatches } from "./AccountStore.js"
 export const ACCESS_COOKIE = "access_token"
 export const CSRF_COOKIE = "csrf_token"
 export const CSRF_HEADER = "x-csrf-token"
+/** Whether the session was signed in to be remembered (`1`) or not (`0`), so a password change keeps that choice. */
+export const PERSISTENCE_COOKIE = "deerflow_session_persistent"
+
+/** The sign-in's remember-me choice as the request's `PERSISTENCE_COOKIE` tells it (DeerFlow's: else remembered). */
+export const rememberedBefore = (cookies: Readonly<Record<string, string>>): boolean =>
+  cookies[PERSISTENCE_COOKIE] !== "0"
 
 const STATE_CHANGING: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
@@ -76,10 +82,17 @@ export const lifetime = (
 export const withSession = (
   response: HttpServerResponse.HttpServerResponse,
   opened: OpenedSession,
-  options: { readonly secure: boolean; readonly maxAgeSeconds: number | undefined }
+  options: { readonly secure: boolean; readonly maxAgeSeconds: number | undefined; readonly remember: boolean }
 ) => {
   const maxAge = options.maxAgeSeconds === undefined ? {} : { maxAge: `${options.maxAgeSeconds} seconds` as const }
   return response.pipe(
+    HttpServerResponse.unsafeSetCookie(PERSISTENCE_COOKIE, options.remember ? "1" : "0", {
+      path: "/",
+      httpOnly: true,
+      sameSite: "lax",
+      secure: options.secure,
+      ...maxAge
+    }),
     HttpServerResponse.unsafeSetCookie(ACCESS_COOKIE, opened.token, {
       path: "/",
       httpOnly: true,
@@ -101,7 +114,8 @@ export const withSession = (
 export const withoutSession = (response: HttpServerResponse.HttpServerResponse, secure: boolean) =>
   response.pipe(
     HttpServerResponse.expireCookie(ACCESS_COOKIE, { path: "/", httpOnly: true, sameSite: "lax", secure }),
-    HttpServerResponse.expireCookie(CSRF_COOKIE, { path: "/", sameSite: "strict", secure })
+    HttpServerResponse.expireCookie(CSRF_COOKIE, { path: "/", sameSite: "strict", secure }),
+    HttpServerResponse.expireCookie(PERSISTENCE_COOKIE, { path: "/", httpOnly: true, sameSite: "lax", secure })
   )
 
 /** What a request carries, as the session check reads it. */

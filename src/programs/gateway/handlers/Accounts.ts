@@ -105,7 +105,8 @@ export const layer = (api: DeerFlowApi, auth: Authenticator, accounts: Options |
         const opened = yield* Effect.mapError(store.openSession(accountId), storeFailed)
         return Sessions.withSession(response, opened, {
           secure: Sessions.isSecure(request.headers),
-          maxAgeSeconds: yield* Sessions.lifetime(request.headers, remember, expiresIn)
+          maxAgeSeconds: yield* Sessions.lifetime(request.headers, remember, expiresIn),
+          remember
         })
       })
 
@@ -256,7 +257,7 @@ export const layer = (api: DeerFlowApi, auth: Authenticator, accounts: Options |
             store,
             json(AccountsApi.Message, { message: "Password changed successfully" }),
             accountId,
-            body.remember_me ?? true
+            body.remember_me ?? Sessions.rememberedBefore((yield* HttpServerRequest.HttpServerRequest).cookies)
           )
         }))
   }))
