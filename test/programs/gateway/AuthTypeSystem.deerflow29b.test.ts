@@ -149,4 +149,32 @@ describe("DeerFlow test_auth_type_system: the session cookie's lifetime", () => 
     const again = await change(remembered, "beas third secret", "beas fourth secret")
     assert.strictEqual(maxAge(again, "access_token"), WEEK, "and a remembered one stays remembered")
   })
+
+  it("test_register_remember_me_false_keeps_access_and_csrf_session_only; test_register_https_cookie_...", async () => {
+    const register = async (email: string, remember: boolean) => {
+      const answer = await fetch(`${gateway.url}/api/v1/auth/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-proto": "https" },
+        body: JSON.stringify({ email, password: "a long enough secret", remember_me: remember })
+      })
+      assert.strictEqual(answer.status, 201)
+      return answer.headers.getSetCookie().map((line) => {
+        const [name, value] = line.split(";")[0]!.split("=") as [string, string]
+        return {
+          name,
+          ...(name === "deerflow_session_persistent" ? { value } : {}),
+          maxAge: /;\s*max-age=(\d+)/i.exec(line)?.[1] ?? null,
+          secure: /;\s*secure(;|$)/i.test(line),
+          httpOnly: /;\s*httponly(;|$)/i.test(line)
+        }
+      }).sort((a, b) => (a.name < b.name ? -1 : 1))
+    }
+    const expected = (maxAge: string | null, value: string) => [
+      { name: "access_token", maxAge, secure: true, httpOnly: true },
+      { name: "csrf_token", maxAge, secure: true, httpOnly: false },
+      { name: "deerflow_session_persistent", value, maxAge, secure: true, httpOnly: true }
+    ]
+    assert.deepStrictEqual(await register("cid@example.com", false), expected(null, "0"))
+    assert.deepStrictEqual(await register("dee@example.com", true), expected(String(WEEK), "1"))
+  })
 })
