@@ -236,6 +236,7 @@ describe("uploads limits and artifact edits", () => {
     assert.strictEqual((await put(bob, "report.md", "bob was here", opened)).status, 404)
     const stale = await put(alice, "report.md", "# Report\n\nedited\n", sha("something else"))
     assert.strictEqual(stale.status, 412)
+    assert.strictEqual(stale.body.title, "Precondition Failed")
     const saved = await put(alice, "report.md", "# Report\n\nedited ✓\n", opened)
     assert.strictEqual(saved.status, 200)
     const bytes = Buffer.from("# Report\n\nedited ✓\n", "utf8")

@@ -51,18 +51,23 @@ const STATUSES: Readonly<Record<GatewayError["reason"], number>> = {
 /** The HTTP status of a gateway error. */
 export const statusOf = (reason: GatewayError["reason"]): number => STATUSES[reason]
 
+/** The standard reason phrase of each status the gateway answers (RFC 9110), a problem's `title`. */
 const TITLES: Record<number, string> = {
   400: "Bad Request",
   401: "Unauthorized",
   403: "Forbidden",
   404: "Not Found",
   409: "Conflict",
+  412: "Precondition Failed",
   413: "Payload Too Large",
   415: "Unsupported Media Type",
   416: "Range Not Satisfiable",
   422: "Unprocessable Entity",
   429: "Too Many Requests",
-  500: "Internal Server Error"
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout"
 }
 
 /** The body of a refusal. */
