@@ -225,15 +225,25 @@ export const IMAGE_RESULTS: Readonly<Partial<Record<Provider, ResultsRule>>> = {
   brave: { cap: 200 }
 }
 
-/** How many results a search asks for: the entry's `configured` count and the model's `asked` one, by `rule`. */
+/**
+ * The most results an entry's `max_results` asks of a provider whose DeerFlow tool does not bound it (Tavily, Exa,
+ * SearXNG...): Antler's bound.
+ */
+export const UNCAPPED_BOUND = 20
+
+/**
+ * How many results a search asks for: the entry's `configured` count and the model's `asked` one, by `rule`, each
+ * bounded by the provider's cap as DeerFlow's tool bounds both (none: `UNCAPPED_BOUND`).
+ */
 export const resultCount = (
   rule: ResultsRule | undefined,
   configured: number | undefined,
   asked: number | null | undefined
 ): number => {
-  if (rule === undefined || asked == null) return configured ?? 5
+  const entry = configured === undefined ? undefined : Math.min(configured, rule?.cap ?? UNCAPPED_BOUND)
+  if (rule === undefined || asked == null) return entry ?? 5
   const model = asked < 1 ? (rule.belowOneDefault === true ? 5 : 1) : Math.min(asked, rule.cap)
-  return rule.modelFirst === true ? model : configured ?? model
+  return rule.modelFirst === true ? model : entry ?? model
 }
 
 // the model's `max_results`, described in DeerFlow's words (GroundRoute's may be left out or null: the entry's)

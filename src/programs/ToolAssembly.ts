@@ -437,7 +437,9 @@ export const assemble = (
             }
             const service = built.right
             const max = decoded.right.max_results
-            const note = `${Providers.LABEL[provider]}, up to ${max ?? 5} results`
+            const rules = mapped.kind === "web_search" ? WebTools.SEARCH_RESULTS : WebTools.IMAGE_RESULTS
+            const count = WebTools.resultCount(rules[provider], max, null)
+            const note = `${Providers.LABEL[provider]}, up to ${count} results`
             if (mapped.kind === "web_search") {
               const rule = WebTools.SEARCH_RESULTS[provider]
               const tool = WebTools.webSearch(service, max, WebTexts.SEARCH[provider], rule)

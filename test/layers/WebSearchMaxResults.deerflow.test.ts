@@ -105,3 +105,44 @@ describe("a provider whose DeerFlow web_search takes no max_results", () => {
       assert.strictEqual(JSON.parse(tavily.requests[0]!.body).max_results, 4)
     }))
 })
+
+// the entry's own `max_results` bounded as DeerFlow's tool of each provider bounds it (it goes through the same
+// coercion as the model's): Serper 10, Brave 20 and 200 for images, GroundRoute 50; a provider whose DeerFlow tool
+// does not bound it (Tavily...) at Antler's 20. Before, every entry over 20 was refused (Brave images' 150 too),
+// and an entry of Serper's 15 asked 15
+describe("the entry's max_results, bounded per provider", () => {
+  it.scopedLive("Serper 10, Brave 20 and images 200, GroundRoute 50, Tavily 20", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.start(json({ organic: [], web: { results: [] }, results: [] }))
+      const sent = (i: number) => {
+        const request = server.requests[i]!
+        const count = new URL(request.url, server.url).searchParams.get("count")
+        if (count !== null) return Number(count)
+        const body = JSON.parse(request.body)
+        return body.num ?? body.max_results
+      }
+      const asks: Array<[string, string, number, Record<string, unknown>]> = [
+        ["web_search", SERPER, 15, { max_results: 3 }],
+        ["web_search", BRAVE, 60, { max_results: 3 }],
+        ["image_search", BRAVE_IMAGES, 150, { max_results: 3 }],
+        ["image_search", BRAVE_IMAGES, 200, {}],
+        ["web_search", GROUNDROUTE, 40, {}],
+        ["web_search", GROUNDROUTE, 120, {}],
+        ["web_search", "deerflow.community.tavily.tools:web_search_tool", 60, {}]
+      ]
+      for (const [name, use, max, args] of asks) {
+        yield* call(yield* toolOf(name, use, server.url, { max_results: max }), { query: "q", ...args })
+      }
+      assert.deepStrictEqual(asks.map((_, i) => sent(i)), [10, 20, 150, 200, 40, 50, 20])
+    }))
+
+  it.effect("an entry's max_results over 200 or under 1 is refused, naming the key", () =>
+    Effect.gen(function*() {
+      for (const max of [201, 0]) {
+        const tools = [{ name: "web_search", group: "web", use: BRAVE_IMAGES, api_key: KEY, max_results: max }]
+        const app = yield* ConfigFile.fromObject({ tools }, { home: tempDir("antler-maxres-") })
+        const issues = ToolAssembly.check(app.config)
+        assert.isTrue(issues.some((issue) => issue.path.includes("max_results")), JSON.stringify(issues))
+      }
+    }))
+})

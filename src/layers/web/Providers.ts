@@ -74,6 +74,9 @@ const HttpUrl = Schema.String.pipe(Schema.filter((value) => {
     return "expected an http:// or https:// URL"
   }
 }))
+/** The most results an entry's `max_results` may set: the largest provider's cap (Brave's image search's). */
+export const MAX_RESULTS = 200
+
 // a number written as text too (a `$VAR` from the environment is), as DeerFlow's tools coerce it
 const Count = (min: number, max: number) =>
   Schema.Union(Schema.Number, Schema.NumberFromString).pipe(Schema.int(), Schema.between(min, max))
@@ -81,7 +84,11 @@ const Count = (min: number, max: number) =>
 /** Keys a configured `web_search` / `image_search` reads. */
 export const Settings = Schema.Struct({
   provider: Schema.optional(Schema.Literal(...PROVIDERS)),
-  max_results: Schema.optional(Count(1, 20)),
+  /**
+   * Results asked of the provider, at most `MAX_RESULTS`; bounded by the provider's cap where the tool reads it
+   * (`WebTools.resultCount`: Serper 10, Brave 20 or 200 for images, GroundRoute 50, the others 20).
+   */
+  max_results: Schema.optional(Count(1, MAX_RESULTS)),
   api_key: Schema.optional(Schema.String),
   base_url: Schema.optional(HttpUrl),
   timeout: Schema.optional(Seconds),
