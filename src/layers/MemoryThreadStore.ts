@@ -25,6 +25,7 @@ import {
   leaseRunOf,
   leaseBlocks,
   leaseHeldBy,
+  ROLLBACK_UNDONE,
   leaseOwner,
   threadStatus,
   ThreadStore,
@@ -148,13 +149,13 @@ export const make = (): ThreadStore["Type"] => {
     return entry
   }
   // an append fenced by its run's lease, which another run (or process) took since, or was given back: refused
-  const fenced = (threadId: string, runId: string, options: AppendOptions | undefined) => {
+  const fenced = (threadId: string, runId: string, options: AppendOptions | undefined, undone?: string) => {
     const leased = leaseRunOf(runId, options)
     return leased === undefined || leaseHeldBy(leases.get(threadId), leased, owner)
       ? undefined
       : Effect.fail(new StoreError({
         operation: LEASE_FENCED,
-        message: fencedMessage(threadId, leased, leases.get(threadId))
+        message: fencedMessage(threadId, leased, leases.get(threadId), undone)
       }))
   }
   const summary = (thread_id: string, entry: Entry, now: number): ThreadSummary => {
@@ -223,8 +224,10 @@ export const make = (): ThreadStore["Type"] => {
         })
       }),
     checkpoints: (threadId) => Effect.sync(() => threads.get(threadId)?.checkpoints.slice() ?? []),
-    rollback: (threadId, runId) =>
+    rollback: (threadId, runId, options) =>
       Effect.suspend(() => {
+        const refused = fenced(threadId, runId, options, ROLLBACK_UNDONE)
+        if (refused !== undefined) return refused
         const entry = threads.get(threadId)
         if (entry === undefined) return Effect.succeed(0)
         const kept = entry.checkpoints.filter((c) => c.run_id !== runId)

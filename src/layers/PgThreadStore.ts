@@ -26,9 +26,10 @@ import {
   deleteBusyMessage,
   fencedMessage,
   LEASE_FENCED,
-  leaseRunOf,
   leaseBlocks,
   leaseHeldBy,
+  leaseRunOf,
+  ROLLBACK_UNDONE,
   ThreadStore,
   withSpans
 } from "../services/ThreadStore.js"
@@ -265,9 +266,20 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return yield* checkpointRecords(threadId, rows)
       })
 
-    const rollback: ThreadStore["Type"]["rollback"] = (threadId, runId) =>
+    const rollback: ThreadStore["Type"]["rollback"] = (threadId, runId, options) =>
       transaction(
         Effect.gen(function*() {
+          // fenced as an append is: the lease's row locked, shared, until the commit
+          const leased = leaseRunOf(runId, options)
+          if (leased !== undefined) {
+            const holder = yield* leases.holder(threadId, "SHARE", "rollback")
+            if (!leaseHeldBy(holder, leased, leases.owner)) {
+              return yield* new StoreError({
+                operation: LEASE_FENCED,
+                message: fencedMessage(threadId, leased, holder, ROLLBACK_UNDONE)
+              })
+            }
+          }
           yield* q(`SELECT 1 FROM antler_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
           const deleted = yield* q(
             `DELETE FROM antler_checkpoints WHERE thread_id = $1 AND run_id = $2 RETURNING seq`,

@@ -29,8 +29,13 @@ import type { RunRecord } from "../services/ThreadStore.js"
 import {
   changedRun,
   deleteBusyMessage,
+  fencedMessage,
   keptMetadata,
+  LEASE_FENCED,
   leaseBlocks,
+  leaseHeldBy,
+  leaseRunOf,
+  ROLLBACK_UNDONE,
   ThreadStore,
   withSpans
 } from "../services/ThreadStore.js"
@@ -332,10 +337,21 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return yield* checkpointRecords(threadId, rows)
       })
 
-    const rollback: ThreadStore["Type"]["rollback"] = (threadId, runId) =>
+    const rollback: ThreadStore["Type"]["rollback"] = (threadId, runId, options) =>
       Effect.gen(function*() {
         const deleted = yield* transaction(
           Effect.gen(function*() {
+            // fenced as an append is, in the same write transaction (SQLite's write lock is taken first)
+            const leased = leaseRunOf(runId, options)
+            if (leased !== undefined) {
+              const holder = yield* leases.holder(threadId, "rollback")
+              if (!leaseHeldBy(holder, leased, leases.owner)) {
+                return yield* new StoreError({
+                  operation: LEASE_FENCED,
+                  message: fencedMessage(threadId, leased, holder, ROLLBACK_UNDONE)
+                })
+              }
+            }
             const result = yield* conn.executeRaw(DELETE_RUN_CHECKPOINTS, [threadId, runId])
             // the snapshot may hold what the run wrote: the next load folds from the start
             yield* conn.executeRaw(`DELETE FROM snapshots WHERE thread_id = ?`, [threadId])

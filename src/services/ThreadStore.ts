@@ -152,11 +152,22 @@ export const leaseRunOf = (runId: string, options: AppendOptions | undefined): s
 /** The `StoreError` operation of an append fenced by a lease its run no longer holds (`AppendOptions.leased`). */
 export const LEASE_FENCED = "lease_fenced"
 
-/** Why an append fenced by run `runId`'s lease on `threadId` was refused: `holder` holds it now (none: no run). */
-export const fencedMessage = (threadId: string, runId: string, holder: LeaseHolder | undefined): string =>
+/**
+ * Why a write fenced by run `runId`'s lease on `threadId` was refused: `holder` holds it now (none: no run); `undone`
+ * what was not done (an append's checkpoint not written, a rollback's steps not deleted).
+ */
+export const fencedMessage = (
+  threadId: string,
+  runId: string,
+  holder: LeaseHolder | undefined,
+  undone = "its checkpoint was not written"
+): string =>
   `Run ${runId} no longer holds the lease of thread "${threadId}" (` +
   (holder === undefined ? "no run holds it" : `run ${holder.run_id}, process ${holder.owner}, holds it`) +
-  `): its checkpoint was not written.`
+  `): ${undone}.`
+
+/** What a rollback refused by its fence did not do (`fencedMessage`). */
+export const ROLLBACK_UNDONE = "its steps were not rolled back, and the other run's were kept"
 
 /** Whether `holder` is run `runId`'s lease taken by `owner` (expired or not: no other took it since). */
 export const leaseHeldBy = (holder: LeaseHolder | undefined, runId: string, owner: string): boolean =>
@@ -295,9 +306,12 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     readonly checkpoints: (threadId: string) => Effect.Effect<ReadonlyArray<CheckpointRecord>, StoreError>
     /**
      * Deletes the checkpoints a run wrote, restoring the state the thread had before it (rollback of the
-     * thread's latest run: call it only once the run has ended). Returns how many were deleted.
+     * thread's latest run: call it only once the run has ended). Returns how many were deleted. Fenced as an append
+     * is (`options.leased`): refused, nothing deleted, with a `StoreError` of operation `LEASE_FENCED`
+     * (`fencedMessage`, `ROLLBACK_UNDONE`) once another run took the thread's lease, also between the run's last look
+     * at its lease and this delete.
      */
-    readonly rollback: (threadId: string, runId: string) => Effect.Effect<number, StoreError>
+    readonly rollback: (threadId: string, runId: string, options?: AppendOptions) => Effect.Effect<number, StoreError>
     /** Runs matching the filter, oldest first. */
     readonly runs: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
     /** The thread's current state, folded from its checkpoints. */
@@ -414,9 +428,9 @@ export const withSpans = (name: string, store: ThreadStore["Type"]): ThreadStore
         `${name}.append`,
         { attributes: { thread: threadId, run: runId, updates: updates.length } }
       ),
-    rollback: Effect.fn(`${name}.rollback`)(function*(threadId: string, runId: string) {
+    rollback: Effect.fn(`${name}.rollback`)(function*(threadId: string, runId: string, options?: AppendOptions) {
       yield* Effect.annotateCurrentSpan({ thread: threadId, run: runId })
-      return yield* store.rollback(threadId, runId)
+      return yield* store.rollback(threadId, runId, options)
     }),
     delete: Effect.fn(`${name}.delete`)(function*(threadId: string) {
       yield* Effect.annotateCurrentSpan({ thread: threadId })

@@ -6,11 +6,23 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { RunEvent } from "../../services/RunEvents.js"
-import type { RunRecord, ThreadStore } from "../../services/ThreadStore.js"
+import type { AppendOptions, RunRecord, ThreadStore } from "../../services/ThreadStore.js"
+import { LEASE_FENCED } from "../../services/ThreadStore.js"
 import * as M from "../../state/Message.js"
+
+const LEASED: AppendOptions = { leased: true }
 
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
+
+/**
+ * The message of a run whose `action=rollback` its store refused (`fenced`: another run took the thread between the
+ * run's last look at its lease and the rollback; the store's words say which).
+ */
+export const notRolledBack = (fenced: string): string => `Rollback asked by user was not done: ${fenced}`
+
+/** What a failed edit's run whose undoing its store refused (as `notRolledBack`) adds to its record's error. */
+export const editNotUndone = (fenced: string): string => `The failed edit was not undone: ${fenced}`
 
 /** The message of a run a previous gateway process left unfinished (DeerFlow's `STARTUP_ORPHAN_RECOVERY_ERROR`). */
 export const SERVER_RESTARTED = "Gateway restarted before this run reached a durable final state."
@@ -93,10 +105,17 @@ export const settle = (
   Effect.gen(function*() {
     const record = yield* latest(store, runId)
     const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-    if (action === "rollback") yield* Effect.ignore(store.rollback(threadId, runId))
+    // (fenced by the run's lease: refused once another run took the thread, whose steps stay)
+    const refused = action !== "rollback" ? undefined : yield* store.rollback(threadId, runId, LEASED).pipe(
+      Effect.as(undefined),
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning(`run ${runId}: not rolled back: ${error.message}`), error.message))
+    )
     const settled: RunRecord = {
       ...(record === undefined ? base(threadId, runId, at) : unmarked(record)),
-      ...(action === "rollback" ? { status: "error", stop_reason: "error", error: ROLLED_BACK } : ended),
+      ...(action === "rollback"
+        ? { status: "error", stop_reason: "error", error: refused === undefined ? ROLLED_BACK : notRolledBack(refused) }
+        : ended),
       ended_at: at
     }
     yield* keep(store, settled)
@@ -106,19 +125,30 @@ export const settle = (
 /**
  * Undoes an edit-and-rerun run (its metadata's `replay_kind: "edit"`, see `handlers/Branches`) that did not succeed
  * (it failed, or was stopped): its checkpoints go, the fork before its first step with them, so the thread is again
- * as it was before the edit, as DeerFlow's worker restores it; the run keeps its status. Returns whether it did.
+ * as it was before the edit, as DeerFlow's worker restores it; the run keeps its status. Fenced by the lease of
+ * `leased` (`AppendOptions.leased`: the run's own, or the lease taken to settle it): refused once another run took
+ * the thread, the run's record says so (`editNotUndone`). Returns whether it did.
  */
 export const undoFailedEdit = (
   store: ThreadStore["Type"],
   record: RunRecord,
-  metadata: Readonly<Record<string, unknown>>
+  metadata: Readonly<Record<string, unknown>>,
+  leased: AppendOptions["leased"] = true
 ): Effect.Effect<boolean> =>
   metadata.replay_kind !== "edit" || (record.status !== "error" && record.status !== "cancelled")
     ? Effect.succeed(false)
-    : store.rollback(record.thread_id, record.run_id).pipe(
+    : store.rollback(record.thread_id, record.run_id, { leased }).pipe(
       Effect.as(true),
       Effect.catchAll((error) =>
-        Effect.as(Effect.logWarning(`run ${record.run_id}: the failed edit could not be undone`, error), false))
+        Effect.logWarning(`run ${record.run_id}: the failed edit could not be undone`, error).pipe(
+          Effect.zipRight(
+            error.operation !== LEASE_FENCED ? Effect.void : Effect.ignore(store.saveRun({
+              ...record,
+              error: [record.error, editNotUndone(error.message)].filter((e) => e != null && e !== "").join(" ")
+            }))
+          ),
+          Effect.as(false)
+        ))
     )
 
 /** The caller's metadata a run was started with, as its record keeps it (`metadata.metadata`). */
@@ -160,7 +190,7 @@ export const recover = (store: ThreadStore["Type"]) =>
         error: SERVER_RESTARTED
       }
       yield* store.saveRun(ended)
-      yield* undoFailedEdit(store, ended, callerMetadata(record))
+      yield* undoFailedEdit(store, ended, callerMetadata(record), probe)
       yield* store.releaseLease(record.thread_id, probe)
       settled.push(ended)
     }
