@@ -17,7 +17,8 @@
  * SDK's transports, `mcp/Decode.ts` decodes what servers send, `mcp/Variables.ts` resolves the `$VAR`s,
  * `mcp/WorkspaceFiles.ts` gives the thread's files a pinned session's results name as the model's paths;
  * `mcp/Sessions.ts` keeps the scoped calls' sessions and bounds them per user and in all;
- * `mcp/ClientOptions.ts` holds the service's options.
+ * `mcp/ClientOptions.ts` holds the service's options; `mcp/Connection.ts` is a server's connection record (made,
+ * pinned, its status); `mcp/Catalog.ts` puts the servers' listings together as one catalog.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import * as Clock from "effect/Clock"
@@ -26,23 +27,22 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
-import type { McpServerConfig } from "../services/Extensions.js"
 import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import * as SkillSecrets from "../services/SkillSecrets.js"
-import { serverProblem, transportOf } from "../services/Extensions.js"
 import type { McpCatalog, McpTool, ServerStatus, Service, SessionScope } from "../services/Mcp.js"
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
+import * as Catalog from "./mcp/Catalog.js"
+import * as Connection from "./mcp/Connection.js"
 import { MAX_TOOLS, resultOf, toolsOf } from "./mcp/Decode.js"
-import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./mcp/Bounds.js"
 import * as SecretRefs from "./mcp/SecretRefs.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
-import { entrySecrets, lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
+import { entrySecrets } from "./mcp/Variables.js"
 import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
 import * as WorkspaceDirs from "./mcp/WorkspaceDirs.js"
 import * as Sessions from "./mcp/Sessions.js"
-import type { Options, Workspace } from "./mcp/ClientOptions.js"
+import type { Options } from "./mcp/ClientOptions.js"
 import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
 import * as Redact from "../state/Redact.js"
@@ -51,47 +51,13 @@ export { exposedName, inputSchemaOf, resultOf, safeName } from "./mcp/Decode.js"
 export { secrets } from "./mcp/Variables.js"
 export type { Options, Workspace } from "./mcp/ClientOptions.js"
 
-/** A configured server and the state of its connection. */
-interface Connection {
-  readonly name: string
-  readonly config: McpServerConfig
-  readonly transport: "stdio" | "sse" | "http"
-  /** The entry with `$VAR`s replaced, or why it cannot start. */
-  readonly resolved: Either.Either<McpServerConfig, string>
-  /** The request secrets its header and env values name (`SecretRefs`), and the entry resolved with a run's. */
-  readonly secretNames: ReadonlyArray<string>
-  readonly resolveWith: (secrets: ReadonlyMap<string, string>) => Either.Either<McpServerConfig, string>
-  /** Its OAuth tokens (an HTTP or SSE server with `oauth` on), kept across its restarts. */
-  readonly tokens: TokenSource | undefined
-  readonly lock: Effect.Semaphore
-  client: Client | undefined
-  /** A start under way (its process started, its handshake not done): given up if the service closes. */
-  starting: Start | undefined
-  pid: number | undefined
-  tools: ReadonlyArray<McpTool> | undefined
-  toolProblems: ReadonlyArray<string>
-  failure: { readonly message: string; readonly at: number } | undefined
-  starts: number
-  healthy: boolean
-  stderr: string
-  /**
-   * The request secrets of a session made for a call given them (`secretSession`): hidden from its stderr as it
-   * arrives, so that the tail kept and shown in a failed start's error never holds one in part, cut by the tail.
-   */
-  readonly hides?: ReadonlyArray<string> | undefined
-  /** A scope's pinned session (`Options.workspace`): the workspace made before it starts, and its results' paths. */
-  readonly pinnedTo?: Workspace | undefined
-  readonly rewrite?: ((text: string) => string) | undefined
-  readonly files?: WorkspaceFiles.Place | undefined
-}
-
 /**
  * An error's text as a failure says it: cut at 500 characters. With `c`, a beginning of its entry's secrets or of the
  * request secrets its session was made for left at the cut is hidden too: a server may say one back in its error,
  * and the masks after this (the run's, the store's) find whole values only. `hide` (a call's: the process's secrets
  * and the run's, `ProcessSecrets.ofRun`) masks the text before its cut.
  */
-const errorText = (error: unknown, c?: Connection, hide?: Redact.Redactor): string => {
+const errorText = (error: unknown, c?: Connection.Connection, hide?: Redact.Redactor): string => {
   const raw = error instanceof Error ? error.message : String(error)
   const text = clean(hide === undefined ? raw : hide.text(raw), 500)
   if (c === undefined || !text.endsWith("…")) return text
@@ -105,20 +71,6 @@ const codeOf = (error: unknown): number | undefined => {
   return typeof code === "number" ? code : undefined
 }
 
-/** A warning for each routing priority of a server outside 0–100 (it is clamped, as DeerFlow clamps it). */
-const priorityWarnings = (name: string, config: McpServerConfig): ReadonlyArray<string> =>
-  [
-    ["", config.routing?.priority] as const,
-    ...Object.entries(config.tools).map(([tool, entry]) => [` (tool '${tool}')`, entry.routing?.priority] as const)
-  ].flatMap(([where, priority]) =>
-    priority === undefined || (priority >= 0 && priority <= 100)
-      ? []
-      : [
-        `MCP server '${name}'${where}: routing priority ${priority} is ${priority < 0 ? "below 0" : "above 100"}; ` +
-        `clamped to ${priority < 0 ? 0 : 100}`
-      ]
-  )
-
 /** The MCP service over `options.servers`. Servers stop when the scope closes. */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -130,56 +82,24 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const processSecrets = options.redact
     // (why a client's connection was ended for a message over the bound: its failed calls say so)
     const oversize = new WeakMap<Client, string>()
-    const connections: Array<Connection> = []
-    for (const [name, config] of Object.entries(options.servers)) {
-      const values = config.enabled ? yield* lookupAll(variablesOf(config)) : new Map<string, string | undefined>()
-      const problem = serverProblem(name, config) ?? SecretRefs.problemOf(name, config)
-      const resolveWith = (secrets?: ReadonlyMap<string, string>): Either.Either<McpServerConfig, string> =>
-        problem !== undefined ? Either.left(problem) : Either.flatMap(
-          Either.mapLeft(resolveEntry(config, (v) => values.get(v), secrets), (m) => `MCP server '${name}': ${m}`),
-          // (checked again with its `$VAR`s resolved: an OAuth token URL or secret may be one)
-          (entry) => {
-            const resolvedProblem = serverProblem(name, entry)
-            return resolvedProblem === undefined ? Either.right(entry) : Either.left(resolvedProblem)
-          }
-        )
-      const resolved = resolveWith()
-      const oauth = Either.isRight(resolved) ? resolved.right.oauth : undefined
-      connections.push({
-        name,
-        config,
-        transport: transportOf(config),
-        resolved,
-        secretNames: SecretRefs.namesOf(config),
-        resolveWith,
-        tokens: oauth !== undefined && oauth !== null && oauth.enabled && transportOf(config) !== "stdio"
-          ? tokenSource(oauth)
-          : undefined,
-        lock: yield* Effect.makeSemaphore(1),
-        client: undefined,
-        starting: undefined,
-        pid: undefined,
-        tools: undefined,
-        toolProblems: [],
-        failure: undefined,
-        starts: 0,
-        healthy: true,
-        stderr: ""
-      })
-    }
+    const connections: Array<Connection.Connection> = yield* Effect.forEach(
+      Object.entries(options.servers),
+      ([name, config]) => Connection.make(name, config)
+    )
     const byName = new Map(connections.map((c) => [c.name, c]))
     for (const c of connections) {
-      if (c.config.enabled) yield* Effect.forEach(priorityWarnings(c.name, c.config), (w) => Effect.logWarning(w))
+      if (!c.config.enabled) continue
+      yield* Effect.forEach(Connection.priorityWarnings(c.name, c.config), (w) => Effect.logWarning(w))
     }
 
-    const initMs = (c: Connection) => (c.config.session_init_timeout ?? undefined) !== undefined
+    const initMs = (c: Connection.Connection) => (c.config.session_init_timeout ?? undefined) !== undefined
       ? c.config.session_init_timeout! * 1000
       : initTimeoutMs
-    const callMs = (c: Connection) => (c.config.tool_call_timeout ?? undefined) !== undefined
+    const callMs = (c: Connection.Connection) => (c.config.tool_call_timeout ?? undefined) !== undefined
       ? c.config.tool_call_timeout! * 1000
       : callTimeoutMs
 
-    const fail = (c: Connection, reason: McpError["reason"], message: string) => {
+    const fail = (c: Connection.Connection, reason: McpError["reason"], message: string) => {
       const error = new McpError({ server: c.name, reason, message, firstInOutage: c.healthy })
       c.healthy = false
       return error
@@ -204,7 +124,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     // set when the service closes: a start still under way then stops its server instead of keeping it
     let closed = false
     /** Closes a connection's client and gives up its start under way (its stdio process ends). */
-    const stopConnection = (c: Connection) => {
+    const stopConnection = (c: Connection.Connection) => {
       const client = c.client
       const start = c.starting
       c.client = undefined
@@ -219,66 +139,46 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     // Scoped calls' sessions (a run's user and thread each), kept by `mcp/Sessions.ts`: a stdio server pinned to
     // the scope's workspace (`Options.workspace`) is a process of its own from the start; a session closed for room
     // ends its process.
-    /** A stdio server's entry run in `workspace`: its cwd (unless set) and temporary directory (unless set). */
-    const pin = (resolved: Either.Either<McpServerConfig, string>, workspace: Workspace) => ({
-      resolved: Either.map(resolved, (entry): McpServerConfig => ({
-        ...entry,
-        cwd: entry.cwd ?? workspace.cwd,
-        env: { TMPDIR: workspace.tmp, TMP: workspace.tmp, TEMP: workspace.tmp, ...entry.env }
-      })),
-      rewrite: workspace.rewrite,
-      files: workspace.files,
-      pinnedTo: workspace
-    })
-    /** A connection of its own to `c`'s server (not started), run in a workspace when `pinned`. */
-    const fresh = (c: Connection, pinned: ReturnType<typeof pin> | undefined): Connection => ({
-      ...c,
-      ...(pinned === undefined
-        ? {}
-        : { resolved: pinned.resolved, rewrite: pinned.rewrite, files: pinned.files, pinnedTo: pinned.pinnedTo }),
-      lock: Effect.unsafeMakeSemaphore(1),
-      client: undefined,
-      starting: undefined,
-      pid: undefined,
-      failure: undefined,
-      starts: 0,
-      healthy: true,
-      stderr: ""
-    })
     // Calls given request secrets their server's entry names (`SecretRefs`): each on a connection of its own, made
     // with the run's values for that call and closed after it (its stdio process ended), as langchain-mcp-adapters
     // opens a session for each call an interceptor gave headers; no session any other call uses ever holds them.
-    const withSecrets = new Set<Connection>()
-    const secretSession = (c: Connection, scope: SessionScope | undefined): Connection | undefined => {
+    const withSecrets = new Set<Connection.Connection>()
+    const secretSession = (
+      c: Connection.Connection,
+      scope: SessionScope | undefined
+    ): Connection.Connection | undefined => {
       const given = SkillSecrets.entries(scope?.secrets)
       if (c.secretNames.every((name) => !given.has(name))) return undefined
       const workspace = c.transport === "stdio" && scope !== undefined ? options.workspace?.(scope) : undefined
       // (each line of a value of several lines too, as a tool's result masks them)
       const hides = SkillSecrets.withLines(given.values())
-      const own = fresh({ ...c, resolved: c.resolveWith(given), hides }, undefined)
-      const session = workspace === undefined ? own : fresh(own, pin(own.resolved, workspace))
+      const own = Connection.fresh({ ...c, resolved: c.resolveWith(given), hides }, undefined)
+      const session = workspace === undefined ? own : Connection.fresh(own, Connection.pin(own.resolved, workspace))
       withSecrets.add(session)
       return session
     }
-    const table = Sessions.make<Connection>(
+    const table = Sessions.make<Connection.Connection>(
       Math.max(1, options.maxSessions ?? 256),
       Math.max(1, options.maxSessionsPerUser ?? 16)
     )
     /** The session of `scope` on server `c`, entered (`table.leave` it when the call is done). */
-    const sessionOf = (c: Connection, scope: SessionScope | undefined): Effect.Effect<Connection> =>
+    const sessionOf = (
+      c: Connection.Connection,
+      scope: SessionScope | undefined
+    ): Effect.Effect<Connection.Connection> =>
       Effect.suspend(() => {
         if (scope === undefined) return Effect.succeed(table.enter(c))
         const { closed, session } = table.take(c, scope, (sharedIsFree) => {
           // a stdio server pinned to the scope's workspace is a process of its own from the start
           const workspace = c.transport === "stdio" ? options.workspace?.(scope) : undefined
-          const pinned = workspace === undefined ? undefined : pin(c.resolved, workspace)
-          return sharedIsFree && pinned === undefined ? c : fresh(c, pinned)
+          const pinned = workspace === undefined ? undefined : Connection.pin(c.resolved, workspace)
+          return sharedIsFree && pinned === undefined ? c : Connection.fresh(c, pinned)
         })
         return Effect.as(Effect.forEach(closed, stopConnection, { concurrency: "unbounded", discard: true }), session)
       })
 
     // Connects (or reuses the live connection). A closed connection (crash) is replaced.
-    const connect = (c: Connection): Effect.Effect<Client, McpError> =>
+    const connect = (c: Connection.Connection): Effect.Effect<Client, McpError> =>
       c.lock.withPermits(1)(Effect.suspend((): Effect.Effect<Client, McpError> => {
         if (c.client !== undefined) return Effect.succeed(c.client)
         if (Either.isLeft(c.resolved)) return Effect.fail(fail(c, "config", c.resolved.left))
@@ -362,7 +262,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         })
       }))
 
-    const list = (c: Connection): Effect.Effect<ReadonlyArray<McpTool>, McpError> =>
+    const list = (c: Connection.Connection): Effect.Effect<ReadonlyArray<McpTool>, McpError> =>
       Effect.gen(function*() {
         const client = yield* connect(c)
         // (each page decoded as it comes: what is kept of a listing is its tools, at most MAX_TOOLS of them)
@@ -401,13 +301,14 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const catalog: Effect.Effect<McpCatalog> = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const enabled = connections.filter((c) => c.config.enabled)
-      const listed = yield* Effect.forEach(enabled, (c) => {
-        if (c.tools !== undefined) return Effect.succeed({ c, tools: c.tools, error: undefined })
+      const listed = yield* Effect.forEach(enabled, (c): Effect.Effect<Catalog.Listed> => {
+        const problems = (error?: string) => [...(error === undefined ? [] : [error]), ...c.toolProblems]
+        if (c.tools !== undefined) return Effect.succeed({ server: c.name, tools: c.tools, problems: problems() })
         if (c.failure !== undefined && now - c.failure.at < retryAfterMs) {
-          return Effect.succeed({ c, tools: [] as ReadonlyArray<McpTool>, error: c.failure.message })
+          return Effect.succeed({ server: c.name, tools: [], problems: problems(c.failure.message) })
         }
         return list(c).pipe(
-          Effect.map((tools) => ({ c, tools, error: undefined as string | undefined })),
+          Effect.map((tools) => ({ server: c.name, tools, problems: problems() })),
           Effect.catchAll((error) =>
             Effect.map(Clock.currentTimeMillis, (at) => {
               // (a server naming request secrets may refuse to list without them: `catalogWith` lists it per run)
@@ -415,32 +316,12 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
                 ? SecretRefs.listedPerRun(c.name, c.secretNames, error.message)
                 : error.message
               c.failure = { message, at }
-              return { c, tools: [] as ReadonlyArray<McpTool>, error: message }
+              return { server: c.name, tools: [], problems: problems(message) }
             })
           )
         )
       }, { concurrency: "unbounded" })
-      const tools: Array<McpTool> = []
-      const problems: Array<{ server: string; message: string }> = []
-      const taken = new Map<string, string>()
-      for (const { c, error, tools: own } of listed) {
-        if (error !== undefined) problems.push({ server: c.name, message: error })
-        for (const message of c.toolProblems) problems.push({ server: c.name, message })
-        for (const tool of own) {
-          const holder = taken.get(tool.name)
-          if (holder !== undefined) {
-            problems.push({
-              server: c.name,
-              message: `${c.name}: tool '${tool.original}' was left out: the name ${tool.name} is already taken by ` +
-                `MCP server '${holder}' (keep tool_name_prefix on)`
-            })
-            continue
-          }
-          taken.set(tool.name, c.name)
-          tools.push(tool)
-        }
-      }
-      return { tools, problems }
+      return Catalog.merge(listed)
     })
 
     // A server naming request secrets that did not list its tools without them (its listing is refused without
@@ -454,17 +335,16 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           c.config.enabled && c.secretNames.length > 0 && c.tools === undefined && Either.isRight(c.resolved)
         )
         if (gated.length === 0) return shared
-        const names = new Set(gated.map((c) => c.name))
-        const listed = yield* Effect.forEach(gated, (c) => {
+        const listed = yield* Effect.forEach(gated, (c): Effect.Effect<Catalog.Listed> => {
           const missing = c.secretNames.filter((name) => !secrets.has(name))
-          const none = (message: string) => ({ c, tools: [] as ReadonlyArray<McpTool>, problems: [message] })
+          const none = (message: string) => ({ server: c.name, tools: [], problems: [message] })
           if (missing.length > 0) return Effect.succeed(none(SecretRefs.notListed(c.name, missing)))
           // (the run's values hidden from its stderr as it arrives, as a call's are: a failed start's error shows it)
           const hides = SkillSecrets.withLines(secrets.values())
-          const own = fresh({ ...c, resolved: c.resolveWith(secrets), hides }, undefined)
+          const own = Connection.fresh({ ...c, resolved: c.resolveWith(secrets), hides }, undefined)
           withSecrets.add(own)
           return list(own).pipe(
-            Effect.map((tools) => ({ c, tools, problems: own.toolProblems })),
+            Effect.map((tools) => ({ server: c.name, tools, problems: own.toolProblems })),
             Effect.catchAll((error) => Effect.succeed(none(error.message))),
             Effect.ensuring(Effect.suspend(() => {
               withSecrets.delete(own)
@@ -472,19 +352,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             }))
           )
         }, { concurrency: "unbounded" })
-        const taken = new Set(shared.tools.map((t) => t.name))
-        const tools = [...shared.tools]
-        const problems = shared.problems.filter((p) => !names.has(p.server))
-        for (const { c, tools: own, problems: theirs } of listed) {
-          for (const message of theirs) problems.push({ server: c.name, message })
-          for (const tool of own) {
-            const message = `${c.name}: tool '${tool.original}' was left out: the name ${tool.name} is taken`
-            if (taken.has(tool.name)) problems.push({ server: c.name, message })
-            else tools.push(tool)
-            taken.add(tool.name)
-          }
-        }
-        return { tools, problems, perRun: true }
+        return Catalog.withPerRun(shared, listed)
       })
 
     // (a span per call: a round trip to another process or server, which costs far more than the span)
@@ -502,7 +370,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       }
       // (what a failed call's error is masked with before its cut: the process's secrets, the run's)
       const hide = yield* ProcessSecrets.ofRun(yield* ProcessSecrets.current)
-      const callOn = (c: Connection) => Effect.gen(function*() {
+      const callOn = (c: Connection.Connection) => Effect.gen(function*() {
         const client = yield* connect(c)
         // (DeerFlow's pre-call snapshot: the files the call writes are told apart by it)
         const before = c.files === undefined ? undefined : yield* WorkspaceFiles.snapshot(c.files.workspace)
@@ -547,28 +415,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       return yield* Effect.acquireUseRelease(sessionOf(shared, scope), callOn, (c) => Effect.sync(() => table.leave(c)))
     })
 
-    const status: Effect.Effect<ReadonlyArray<ServerStatus>> = Effect.sync(() =>
-      connections.map((c): ServerStatus => ({
-        name: c.name,
-        transport: c.transport,
-        enabled: c.config.enabled,
-        state: !c.config.enabled
-          ? "disabled"
-          : c.client !== undefined
-          ? "running"
-          : c.failure !== undefined || Either.isLeft(c.resolved)
-          ? "failed"
-          : "idle",
-        tools: c.tools?.length ?? 0,
-        starts: c.starts,
-        problems: [
-          ...(Either.isLeft(c.resolved) && c.config.enabled ? [c.resolved.left] : []),
-          ...(c.failure !== undefined ? [c.failure.message] : []),
-          ...c.toolProblems
-        ],
-        pid: c.pid
-      }))
-    )
+    const status: Effect.Effect<ReadonlyArray<ServerStatus>> = Effect.sync(() => connections.map(Connection.status))
 
     yield* Effect.addFinalizer(() => {
       closed = true
