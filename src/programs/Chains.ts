@@ -59,8 +59,8 @@ export interface Deferred {
   readonly topK?: number | undefined
 }
 
-/** What the lead agent's chain is built from. App-level pieces (breaker, guardrail) are shared by its runs. */
-export interface ChainOptions {
+/** What either chain is built from. App-level pieces (breaker, guardrail) are shared by the app's runs. */
+interface CommonChainOptions {
   readonly config: AppConfig
   /** The configured guardrail provider; none when guardrails are off. */
   readonly guardrail?: Guardrail.Service | undefined
@@ -72,57 +72,41 @@ export interface ChainOptions {
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
   /** MCP tools deferred behind `tool_search` (none: no deferral). */
   readonly deferred?: Deferred | undefined
-  /** The app's skills (slash activation, `allowed-tools`); by default none. */
+  /** The app's skills (slash activation, in a subagent's task prompt too; `allowed-tools`); by default none. */
   readonly skills?: Skills.Registry | undefined
-  /** The skills this agent may use (a custom agent's list); all when undefined. */
+  /** The skills this agent may use (a custom agent's list; a subagent's: its parent's ∩ its type's); all: none set. */
   readonly skillAllowlist?: ReadonlyArray<string> | undefined
   /** How many skills this agent may use, when known: with none, `describe_skill` is not offered. */
   readonly usableSkills?: number | undefined
-  /** The app's long-term memory; none: no memory. */
-  readonly memory?: Memory["Type"] | undefined
-  /** Plan mode: the todo list (`write_todos`). */
-  readonly planMode?: boolean | undefined
   /** The model accepts images: viewed images reach it. */
   readonly vision?: boolean | undefined
-  /** A custom agent's name (its own memory). */
-  readonly agentName?: string | undefined
-  /** Subagents enabled: the `task` tool and its limits (SubagentLimit, slot 28). */
-  readonly subagents?: SubagentLimit.Options | undefined
-  /** The app's before-summarisation hooks, run in this order after memory's flush (see `Summarization.Hook`). */
-  readonly summarizationHooks?: ReadonlyArray<Summarization.Hook> | undefined
   /** The app's configured middlewares (`ConfiguredMiddlewares`), in order; by default none. */
   readonly configured?: ReadonlyArray<Chain.Entry> | undefined
   /** SafetyFinishReason's detectors, when the configuration names detector modules (`SafetyDetectorModules`). */
   readonly safetyDetectors?: ReadonlyArray<SafetyFinishReason.Detector> | undefined
 }
 
+/** What the lead agent's chain is built from. */
+export interface ChainOptions extends CommonChainOptions {
+  /** The app's long-term memory; none: no memory. */
+  readonly memory?: Memory["Type"] | undefined
+  /** Plan mode: the todo list (`write_todos`). */
+  readonly planMode?: boolean | undefined
+  /** A custom agent's name (its own memory). */
+  readonly agentName?: string | undefined
+  /** Subagents enabled: the `task` tool and its limits (SubagentLimit, slot 28). */
+  readonly subagents?: SubagentLimit.Options | undefined
+  /** The app's before-summarisation hooks, run in this order after memory's flush (see `Summarization.Hook`). */
+  readonly summarizationHooks?: ReadonlyArray<Summarization.Hook> | undefined
+}
+
 /** What a subagent's chain is built from. */
-export interface SubagentChainOptions {
-  readonly config: AppConfig
-  readonly guardrail?: Guardrail.Service | undefined
-  readonly authorization?: Authorization.Authorization | undefined
-  /** The MCP server of each MCP tool, for the role's `mcp_servers` policy. */
-  readonly mcpServers?: Authorization.McpServers | undefined
-  readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+export interface SubagentChainOptions extends CommonChainOptions {
   /**
    * The subagent's token budget (slot 20); default: `subagents.token_budget` of the configuration, on unless
    * switched off, 1,000,000 tokens when summarization is on, else 2,000,000.
    */
   readonly tokenBudget?: TokenBudgetConfig | undefined
-  /** The app's skills (slash activation in the task prompt, `allowed-tools`); by default none. */
-  readonly skills?: Skills.Registry | undefined
-  /** The skills the subagent may use (the parent's allowlist ∩ the type's); all when undefined. */
-  readonly skillAllowlist?: ReadonlyArray<string> | undefined
-  /** How many skills the subagent may use, when known: with none, `describe_skill` is not offered. */
-  readonly usableSkills?: number | undefined
-  /** The subagent's model accepts images: viewed images reach it. */
-  readonly vision?: boolean | undefined
-  /** MCP tools deferred behind `tool_search` (none: no deferral). */
-  readonly deferred?: Deferred | undefined
-  /** The app's configured middlewares (`ConfiguredMiddlewares`), in order; by default none. */
-  readonly configured?: ReadonlyArray<Chain.Entry> | undefined
-  /** SafetyFinishReason's detectors, when the configuration names detector modules (`SafetyDetectorModules`). */
-  readonly safetyDetectors?: ReadonlyArray<SafetyFinishReason.Detector> | undefined
 }
 
 /** Everything an entry of either chain is made from, resolved from the options. */
