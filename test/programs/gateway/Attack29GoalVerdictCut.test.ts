@@ -26,13 +26,7 @@ let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
 
 beforeAll(async () => {
-  gateway = await Support.start({
-    script,
-    config: (url) => ({
-      models: [Support.scriptedModel("scripted", url), { ...Support.scriptedModel("other", url), api_key: KEY }],
-      gateway: Support.twoUsers
-    })
-  })
+  gateway = await Support.startWithOtherKey(script, KEY)
 }, SLOW)
 afterAll(() => gateway?.stop())
 

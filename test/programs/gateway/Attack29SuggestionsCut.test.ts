@@ -29,14 +29,7 @@ let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
 
 beforeAll(async () => {
-  gateway = await Support.start({
-    script,
-    config: (url) => ({
-      models: [Support.scriptedModel("scripted", url), { ...Support.scriptedModel("other", url), api_key: KEY }],
-      gateway: Support.twoUsers,
-      input_polish: { enabled: true, max_chars: 100 }
-    })
-  })
+  gateway = await Support.startWithOtherKey(script, KEY, { input_polish: { enabled: true, max_chars: 100 } })
 }, SLOW)
 afterAll(() => gateway?.stop())
 

@@ -233,6 +233,21 @@ export const twoUsers = {
 }
 
 /**
+ * A test gateway of the two token users whose configuration names a second model, `other`, with `key` as its api key
+ * (and `config` beside): one of the process's own secrets, which the model adapter of a run on `scripted` does not
+ * hold (the secret-cut attacks).
+ */
+export const startWithOtherKey = (script: StartOptions["script"], key: string, config: Record<string, unknown> = {}) =>
+  start({
+    script,
+    config: (url: string) => ({
+      models: [scriptedModel("scripted", url), { ...scriptedModel("other", url), api_key: key }],
+      gateway: twoUsers,
+      ...config
+    })
+  })
+
+/**
  * A test gateway with the two token users alice and bob (and `config` beside them), and an SDK client for each.
  */
 export const startTwoUsers = async (
