@@ -187,8 +187,11 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
     assert.deepStrictEqual(state.json().values.messages, before.values.messages, "nothing checkpointed")
   }, 90_000)
 
-  it("stopped by its client before its lease's life ran out, it ends as the stop asked, not as the loss", async () => {
-    const label = `fence-stopped-${kind}`
+  /**
+   * A run stopped by its client whose last checkpoint is held (`checkpoint`) while its lease's renewals are
+   * (`renewals`), until its lease's life has run out.
+   */
+  const stoppedUntilLapsed = async (label: string) => {
     const run = await startRun(label)
     const renewals = gate()
     const checkpoint = gate()
@@ -202,6 +205,12 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
       () => logged.some((line) => line.includes(run.runId) && line.includes(Run.LAPSED_REASON)),
       "the lease's life ran out"
     )
+    return { run, renewals, checkpoint }
+  }
+
+  it("stopped by its client before its lease's life ran out, it ends as the stop asked, not as the loss", async () => {
+    const label = `fence-stopped-${kind}`
+    const { run, renewals, checkpoint } = await stoppedUntilLapsed(label)
     stalled.delete(run.stored)
     appending.delete(run.stored)
     checkpoint.release()
@@ -216,18 +225,7 @@ describe.each(["sqlite", "memory"] as const)("a gateway run whose lease renewals
 
   it("stopped by its client, its lease lapsed, the store silent: the stop recorded once it answers", async () => {
     const label = `fence-late-${kind}`
-    const run = await startRun(label)
-    const renewals = gate()
-    const checkpoint = gate()
-    stalled.set(run.stored, renewals)
-    appending.set(run.stored, checkpoint)
-    const cancel = await api("POST", `/threads/${run.thread}/runs/${run.runId}/cancel`)
-    assert.isBelow(cancel.status, 300, cancel.text)
-    await checkpoint.entered
-    await until(
-      () => logged.some((line) => line.includes(run.runId) && line.includes(Run.LAPSED_REASON)),
-      "the lease's life ran out"
-    )
+    const { run, renewals, checkpoint } = await stoppedUntilLapsed(label)
     appending.delete(run.stored)
     checkpoint.release()
     // the store still silent on the thread's lease: the stopped run cannot take it back, and its stream ends
