@@ -130,10 +130,14 @@ export interface Accumulator {
 }
 
 /**
- * The most of an answer a stream is read for (its text, reasoning and tool-call arguments, in characters), as a
- * whole answer's body is read up to `MAX_BODY_BYTES`: past it the answer is cut, with finish reason `length`.
+ * The most of an answer a stream is read for (its text, reasoning, tool calls' arguments, names, ids and signatures, in
+ * characters), as a whole answer's body is read up to `MAX_BODY_BYTES`: past it the answer is cut, with finish reason
+ * `length`.
  */
 export const MAX_ANSWER_CHARS = 4 * 1024 * 1024
+
+/** The most tool calls an answer holds: past them it is cut with finish reason `length`, as past `MAX_ANSWER_CHARS`. */
+export const MAX_TOOL_CALLS = 1000
 
 const INPUT_DETAILS = [["cached_tokens", "cache_read"], ["audio_tokens", "audio"]] as const
 const OUTPUT_DETAILS = [["reasoning_tokens", "reasoning"], ["audio_tokens", "audio"]] as const
@@ -264,10 +268,27 @@ export const accumulator = (messageId: string, model: string, hide?: () => Redac
     return kept
   }
 
-  const callFor = (index: number | null | undefined, id: string | null | undefined): PartialCall => {
+  /** Whether `chars` more fit in the answer (counted when they do; past the bound the answer is full). */
+  const fits = (chars: number): boolean => {
+    if (size + chars <= MAX_ANSWER_CHARS) {
+      size += chars
+      return true
+    }
+    full = true
+    return false
+  }
+
+  /** The call a delta continues, or a new one; none when a new one would pass `MAX_TOOL_CALLS` (then full). */
+  const callFor = (index: number | null | undefined, id: string | null | undefined): PartialCall | undefined => {
+    const fresh = () => {
+      if (calls.length < MAX_TOOL_CALLS) return true
+      full = true
+      return false
+    }
     if (typeof index === "number") {
       let call = byIndex.get(index)
       if (call === undefined) {
+        if (!fresh()) return undefined
         call = { index, id: undefined, name: "", args: TextBuilder.make(), refused: undefined }
         byIndex.set(index, call)
         calls.push(call)
@@ -277,6 +298,7 @@ export const accumulator = (messageId: string, model: string, hide?: () => Redac
     // No index (some servers): a new id starts a new call, otherwise the delta continues the last one.
     const last = calls[calls.length - 1]
     if (last !== undefined && (id == null || id === "" || id === last.id)) return last
+    if (!fresh()) return undefined
     const call: PartialCall = {
       index: -1 - calls.length,
       id: undefined,
@@ -312,15 +334,21 @@ export const accumulator = (messageId: string, model: string, hide?: () => Redac
         reasoningDetailsText(delta.reasoning_details)
       if (thought != null && thought !== "") reasoningDelta += room(thought)
       for (const part of delta.tool_calls ?? []) {
+        if (full) break
         const call = callFor(part.index, part.id)
-        if (part.id != null && part.id !== "" && call.id === undefined) call.id = part.id
+        if (call === undefined) break
+        // (its id, name and signature count toward the answer's bound, as its arguments do)
+        if (part.id != null && part.id !== "" && call.id === undefined && fits(part.id.length)) call.id = part.id
         const signature = part.thought_signature ?? part.thoughtSignature
-        if (typeof signature === "string" && signature !== "" && signature.length <= MAX_SIGNATURE_CHARS) {
+        if (
+          typeof signature === "string" && signature !== "" && signature.length <= MAX_SIGNATURE_CHARS &&
+          fits(signature.length - (call.signature?.length ?? 0))
+        ) {
           call.signature = signature
         }
         const fn = part.function
         if (fn == null) continue
-        if (fn.name != null && fn.name !== "" && call.name === "") call.name = fn.name
+        if (fn.name != null && fn.name !== "" && call.name === "" && fits(fn.name.length)) call.name = fn.name
         if (call.refused !== undefined || fn.arguments == null) continue
         let piece: string
         if (typeof fn.arguments === "string") piece = fn.arguments

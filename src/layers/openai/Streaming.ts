@@ -231,6 +231,17 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
             ? [...parser.push(decoder.decode()), ...parser.end()]
             : parser.push(decoder.decode(result.value, { stream: true }))
           if (!result.done) touch()
+          if (parser.tooLong()) {
+            yield* Effect.promise(() => reader.cancel().catch(() => undefined))
+            return yield* Effect.fail(
+              new ModelError({
+                reason: "invalid_response",
+                errorType: "InvalidResponseError",
+                message: `The model server sent a stream event longer than ${SseEvents.MAX_EVENT_CHARS} characters ` +
+                  `(${where}); the rest of its answer was not read.`
+              })
+            )
+          }
           for (const sse of events) {
             if (done) continue
             if (sse.data.startsWith("[DONE]")) {
