@@ -8,7 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ThreadPath } from "./Ids.js"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
 import { BodyRefusals, ThreadNotFound } from "./Threads.js"
 
@@ -59,6 +59,7 @@ export const group = HttpApiGroup.make("fileEdits")
       .addError(refusal(409, "A run of the thread is in flight"))
       .addError(refusal(412, "The file changed since it was opened (expected_sha256)"))
       .addError(refusal(413, "The file, or the new text, is larger than 2 MiB"))
+      .addError(QuotaRefusal)
       .addError(refusal(415, "Not UTF-8 text (a binary file, a link, a skill archive)"))
       .annotate(OpenApi.Summary, "Replaces the text of an output file (the artifact panel's edit)")
   )

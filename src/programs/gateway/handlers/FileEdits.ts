@@ -3,7 +3,8 @@
  * edit replaces a UTF-8 text file under the thread's `/mnt/user-data/outputs` (not through a link, at most
  * `MAX_EDITABLE_BYTES` before and after, no NUL byte) when the text it was opened with is still there (its
  * SHA-256, else 412) and no run of the thread is in flight (409): written to a temporary file beside it, synced,
- * renamed over it, keeping its permissions.
+ * renamed over it, keeping its permissions. What it grows the file by counts against `gateway.quotas.max_user_bytes`
+ * (403 past it), as an upload's bytes do.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
@@ -108,7 +109,9 @@ export const layer = (api: DeerFlowApi) =>
             const updated = Buffer.from(request.content, "utf8")
             if (updated.length > MAX_EDITABLE_BYTES) return problem(413, "Artifact is too large to edit.")
             if (updated.includes(0)) return problem(415, "Binary content cannot be saved as an artifact.")
-            yield* replace(literal, updated, stat.mode)
+            // (what it grows the file by is admitted as an upload's bytes are: an edit may make an empty file 2 MiB)
+            const growth = Math.max(0, updated.length - current.length)
+            yield* access.withBytes(user, growth, replace(literal, updated, stat.mode))
             return json(FileEditsApi.ArtifactUpdated, {
               path: virtual,
               sha256: sha256(updated),
