@@ -395,29 +395,43 @@ export const siblingConflict = (
   return owner !== undefined ? `${sibling} already holds the conversion of ${owner}` : undefined
 }
 
+/** What converting a document gave: its result's fields, and the bytes of the Markdown written (0: none). */
+type Conversion = readonly [Pick<UploadResult, "markdown_path" | "conversion_error">, number]
+
+/**
+ * The sibling Markdown of a document, written when it fits `room` bytes (what `uploads.max_total_size` leaves the
+ * upload after its files and the Markdown written before): a document of a few KB may declare megabytes of text.
+ */
 const convert = (
   fs: FileSystem.FileSystem,
   dir: string,
   source: Source,
-  conflict: string | undefined
-): Effect.Effect<Pick<UploadResult, "markdown_path" | "conversion_error">> => {
-  if (Option.isNone(DocumentConverter.formatOf(source.filename))) return Effect.succeed({})
-  if (conflict !== undefined) return Effect.succeed({ conversion_error: conflict })
+  conflict: string | undefined,
+  room: { readonly left: number; readonly limit: number }
+): Effect.Effect<Conversion> => {
+  if (Option.isNone(DocumentConverter.formatOf(source.filename))) return Effect.succeed([{}, 0])
+  if (conflict !== undefined) return Effect.succeed([{ conversion_error: conflict }, 0])
   const sibling = markdownSiblingOf(source.filename)
   return Effect.gen(function*() {
     const bytes = typeof source.from === "string" ? yield* fs.readFile(Path.join(dir, source.filename)) : source.from
     const markdown = yield* DocumentConverter.toMarkdown({ name: source.filename, bytes })
-    if (Option.isNone(markdown)) return {}
-    if (markdown.value.trim() === "") return { conversion_error: "no text was found in the document" }
+    if (Option.isNone(markdown)) return [{}, 0] as const
+    if (markdown.value.trim() === "") return [{ conversion_error: "no text was found in the document" }, 0] as const
+    const size = Buffer.byteLength(markdown.value)
+    if (size > room.left) {
+      const error = `its Markdown (${formatBytes(size)}) would take the upload past ${formatBytes(room.limit)} in ` +
+        "all (uploads.max_total_size), so it was not written"
+      return [{ conversion_error: error }, 0] as const
+    }
     yield* writeAtomically(fs, dir, sibling, markdown.value)
-    return { markdown_path: `${UPLOADS}/${sibling}` }
+    return [{ markdown_path: `${UPLOADS}/${sibling}` }, size] as const
   }).pipe(
     Effect.catchAll((error) =>
-      Effect.succeed({
+      Effect.succeed<Conversion>([{
         conversion_error: error._tag === "ConversionError"
           ? error.message
           : `the Markdown file could not be written (${FileErrors.message(error)})`
-      })
+      }, 0])
     )
   )
 }
@@ -426,7 +440,8 @@ const convert = (
  * Uploads files into a thread's uploads directory (`{home}/users/{user}/threads/{thread}/user-data/uploads`).
  * Every file is checked before anything is written (names, count, sizes) and a refused upload writes
  * nothing; an existing file of the same name is replaced. Documents get a `{stem}.md` sibling when
- * conversion is on; a document that cannot be converted is still uploaded, with `conversion_error` set.
+ * conversion is on and it fits `uploads.max_total_size` with the upload's files; a document that cannot be
+ * converted (or whose Markdown does not fit) is still uploaded, with `conversion_error` set.
  */
 export const upload = Effect.fn("Upload.upload")(function*(
   threadId: string,
@@ -469,13 +484,20 @@ export const upload = Effect.fn("Upload.upload")(function*(
   const uploaded = new Set(sources.map((source) => source.filename))
   // (the siblings written by this upload, one document after the other)
   const written = new Map<string, string>()
+  // (the upload's files and their Markdown together within uploads.max_total_size)
+  let left = limits.max_total_size - sizes.reduce((sum, size) => sum + size, 0)
   const converted = (source: Source) =>
-    Effect.suspend(() => convert(fs, dir, source, siblingConflict(source.filename, uploaded, written))).pipe(
-      Effect.tap((conversion) =>
-        Effect.sync(() => {
-          if (conversion.markdown_path !== undefined) written.set(markdownSiblingOf(source.filename), source.filename)
-        })
-      )
+    Effect.suspend(() =>
+      convert(fs, dir, source, siblingConflict(source.filename, uploaded, written), {
+        left,
+        limit: limits.max_total_size
+      })
+    ).pipe(
+      Effect.map(([conversion, size]) => {
+        if (conversion.markdown_path !== undefined) written.set(markdownSiblingOf(source.filename), source.filename)
+        left -= size
+        return conversion
+      })
     )
   return yield* Effect.forEach(sources, (source, i) =>
     Effect.map(
