@@ -62,7 +62,7 @@ const upload = async (name: string, bytes: Uint8Array) => {
 }
 
 describe("an upload's Markdown past uploads.max_total_size", () => {
-  it("is not written: the document is kept, its conversion_error says why, the upload's files stay within the bound", async () => {
+  it("is not written: the document is kept, its conversion_error says why, the files stay bounded", async () => {
     const uploads = threadPaths(gateway.home, "alice", `docs${ThreadIds.tagOf("alice")}`).uploads
     // a document of a few KB whose text is 40 times the bound
     const bomb = await docx(40, MAX_TOTAL)
