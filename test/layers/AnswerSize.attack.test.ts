@@ -14,6 +14,7 @@ import type { RunEvent } from "../../src/services/RunEvents.js"
 import { RunEvents } from "../../src/services/RunEvents.js"
 import * as M from "../../src/state/Message.js"
 import { inRun } from "../support/fixtures.js"
+import { until } from "../support/poll.js"
 
 const STREAM_BYTES = 40 * 1024 * 1024
 const PIECE = 64 * 1024
@@ -69,8 +70,7 @@ describe("an endless stream", () => {
       const streamed = events.reduce((n, e) => n + (e.type === "token" ? (e.text ?? "").length : 0), 0)
       assert.strictEqual(streamed, MAX_ANSWER_CHARS)
       // the connection was closed long before the server's 40 MB
-      yield* Effect.sleep("100 millis")
-      assert.isTrue(server.closed())
+      yield* Effect.promise(() => until(server.closed, "the model server's connection closed"))
       assert.isBelow(server.sent(), STREAM_BYTES / 2)
     }))
 
@@ -88,7 +88,6 @@ describe("an endless stream", () => {
       assert.isAtMost(reasoning.length + args, MAX_ANSWER_CHARS)
       assert.isAbove(reasoning.length, MAX_ANSWER_CHARS / 4)
       assert.strictEqual(message.response_metadata?.finish_reason, "length")
-      yield* Effect.sleep("100 millis")
-      assert.isTrue(server.closed())
+      yield* Effect.promise(() => until(server.closed, "the model server's connection closed"))
     }))
 })
