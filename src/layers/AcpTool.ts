@@ -3,7 +3,8 @@
  * and returns its answer. The agent works in the thread's ACP workspace (`{home}/users/{user}/threads/{thread}/
  * acp-workspace`), which the lead agent's tools see read-only at `/mnt/acp-workspace`; see `acp/Client` for how
  * it is run. Its answer is bounded, host paths in it are masked (the workspace shows as `/mnt/acp-workspace`)
- * and the agents' `env` values are redacted from it; every failure is a readable `Error: ...` result.
+ * and secrets are redacted from it before any cut (the agents' `env` values, the process's own secrets and the run's
+ * request secrets: `ProcessSecrets.ofRun`); every failure is a readable `Error: ...` result.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -11,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { AcpAgentsConfig } from "../services/AppConfig.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import { RunContext } from "../services/RunContext.js"
 import { ACP_WORKSPACE, acpWorkspacePath, SafeId } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
@@ -69,7 +71,7 @@ export const make = (options: Options): Effect.Effect<Tool.Tool> =>
   Effect.gen(function*() {
     const agents = options.agents
     const home = Path.resolve(options.home)
-    const redact = Redact.make(secrets(agents))
+    const own = secrets(agents)
     const wrapper = yield* Effect.cached(Effect.tap(ParentDeath.find(options.setpriv), (found) =>
       found._tag === "none" && options.setpriv !== false
         ? Effect.logWarning(
@@ -99,13 +101,18 @@ export const make = (options: Options): Effect.Effect<Tool.Tool> =>
           const made = yield* Effect.either(Effect.try(() => Fs.mkdirSync(workspace, { recursive: true })))
           if (Either.isLeft(made)) return `Error: Could not create the ACP workspace for ACP agent '${agent}'`
           yield* Effect.logInfo(`invoking ACP agent '${agent}' (prompt: ${prompt.length} characters)`)
+          // (the agents' env values, the process's secrets (a key the agent read from a file Antler's user can read)
+          // and the run's, masked in its words as they arrive, before its answer or its stderr's tail is cut)
+          const process = yield* ProcessSecrets.current
+          const redact = yield* ProcessSecrets.ofRun(Redact.make([...own, ...(process?.secrets ?? [])]))
           const answered = yield* Effect.either(AcpClient.invoke({
             name: agent,
             config,
             prompt,
             workspace,
             wrapper: yield* wrapper,
-            maxChars
+            maxChars,
+            redact
           }))
           const mask = makeMask([
             [workspace, ACP_WORKSPACE],
@@ -121,8 +128,7 @@ export const make = (options: Options): Effect.Effect<Tool.Tool> =>
           }
           const { text, truncated } = answered.right
           yield* Effect.logInfo(`ACP agent '${agent}' answered ${text.length} characters`)
-          // (an answer cut at `maxChars` inside a value of an agent's env: its beginning is hidden too)
-          const body = text.trim() === "" ? "(no response)" : truncated ? redact.last(mask(text)) : safe(text)
+          const body = text.trim() === "" ? "(no response)" : safe(text)
           return truncated ? `${body}\n\n[The answer was cut at ${maxChars} characters.]` : body
         })
     })

@@ -10,7 +10,8 @@
  * small safe one plus its configured `env` (never Antler's own, which holds API keys), and it dies with Antler
  * however Antler ends (a parent-death signal, see `ParentDeath`), and at the end of the call with its process
  * group. Every failure (the command missing, the agent crashing or breaking the protocol, the timeout) is an
- * `AcpError` with a readable message; the agent's stderr tail is added where it helps.
+ * `AcpError` with a readable message; the agent's stderr tail is added where it helps. What the agent says (its
+ * answer, its stderr, its errors) is masked as it arrives (`Invocation.redact`), before any of it is cut.
  */
 import type * as Acp from "@agentclientprotocol/sdk"
 import * as Effect from "effect/Effect"
@@ -19,6 +20,7 @@ import * as ChildProcess from "node:child_process"
 import { Readable, Writable } from "node:stream"
 import type { AcpAgentConfig } from "../../services/AppConfig.js"
 import * as OptionalPackage from "../../internal/OptionalPackage.js"
+import type { Redactor } from "../../state/Redact.js"
 import * as Redact from "../../state/Redact.js"
 import * as ParentDeath from "../ParentDeath.js"
 import { clean } from "../SearchProviders.js"
@@ -54,6 +56,12 @@ export interface Invocation {
   readonly maxMessageBytes?: number | undefined
   /** The client's version in the handshake. */
   readonly version?: string | undefined
+  /**
+   * What the agent's words are masked with as they arrive, before its answer, its stderr's tail or an error quoting
+   * it is cut (a cut inside a secret keeps its beginning, which no later mask of the whole value finds). Default: its
+   * `env` values.
+   */
+  readonly redact?: Redactor | undefined
 }
 
 /** The environment variables passed on from Antler's own (nothing secret), before the agent's `env`. */
@@ -77,7 +85,11 @@ const STDERR_TAIL = 2000
 
 const SAFE_ID = /^[\x20-\x7e]{0,200}$/
 
-const errorText = (error: unknown): string => clean(error instanceof Error ? error.message : String(error), 500)
+const errorText = (error: unknown, hide: Redactor = Redact.none): string =>
+  clean(hide.text(error instanceof Error ? error.message : String(error)), 500)
+
+/** What an invocation's words are masked with (`Invocation.redact`). */
+const hiderOf = (inv: Invocation): Redactor => inv.redact ?? Redact.make(Object.values(inv.config.env))
 
 /** Ends the child and its process group: SIGTERM, then SIGKILL after a second. */
 const terminate = (child: ChildProcess.ChildProcess): Promise<void> => {
@@ -130,7 +142,7 @@ interface Running {
   readonly child: ChildProcess.ChildProcess
   /** Settles (never rejects) when the child exits: how it ended. */
   readonly exited: Promise<string>
-  /** Its stderr's tail, the agent's `env` values hidden as it arrived (see `spawn`). */
+  /** Its stderr's tail, masked as it arrived (`Invocation.redact`; see `spawn`). */
   stderr: string
   /** What the stderr's redactor still holds back (a last word that may be a value's beginning), hidden. */
   readonly held: () => string
@@ -159,9 +171,9 @@ const spawn = (inv: Invocation): Effect.Effect<Running, AcpError> =>
           detached: true,
           windowsHide: true
         })
-        // (the agent's env values hidden as its stderr arrives, before its tail is cut: a cut inside one kept its
-        // beginning, which no mask of the whole value finds; a value split between chunks waits for its rest)
-        const hidden = Redact.make(Object.values(inv.config.env)).stream()
+        // (masked as its stderr arrives, before its tail is cut: a cut inside a secret kept its beginning, which no
+        // mask of the whole value finds; a value split between chunks waits for its rest)
+        const hidden = hiderOf(inv).stream()
         const running: Running = {
           child,
           stderr: "",
@@ -208,6 +220,18 @@ const converse = async (
   const chunks: Array<string> = []
   let kept = 0
   let truncated = false
+  // (the answer masked as it arrives, then cut: a value split between chunks waits for its rest)
+  const hidden = hiderOf(inv).stream()
+  const keep = (text: string) => {
+    if (kept >= maxChars) {
+      truncated ||= text !== ""
+      return
+    }
+    const part = text.slice(0, maxChars - kept)
+    truncated ||= part.length < text.length
+    chunks.push(part)
+    kept += part.length
+  }
   let sessionId: string | undefined
   const ours = (id: string) => {
     if (sessionId !== undefined && id !== sessionId) throw sdk.RequestError.invalidParams(undefined, "unknown session")
@@ -219,15 +243,8 @@ const converse = async (
       if (params.sessionId !== sessionId) return
       const update = params.update
       if (update.sessionUpdate !== "agent_message_chunk" || update.content.type !== "text") return
-      const text = update.content.text
-      if (kept >= maxChars) {
-        truncated ||= text !== ""
-        return
-      }
-      const part = text.slice(0, maxChars - kept)
-      truncated ||= part.length < text.length
-      chunks.push(part)
-      kept += part.length
+      if (kept >= maxChars) truncated ||= update.content.text !== ""
+      else keep(hidden.push(update.content.text))
     })
     .onRequest(sdk.methods.client.session.requestPermission, ({ params }) => {
       ours(params.sessionId)
@@ -288,6 +305,7 @@ const converse = async (
     })
     return String(response?.stopReason ?? "end_turn")
   })
+  keep(hidden.end())
   return { text: chunks.join(""), truncated, stopReason }
 }
 
@@ -342,7 +360,7 @@ export const invoke = (inv: Invocation): Effect.Effect<Answer, AcpError> => {
                     reason: crashed ? "crashed" : "protocol",
                     message: crashed
                       ? `ACP agent '${inv.name}' ended before answering: ${how}${stderrTail()}`
-                      : `ACP agent '${inv.name}' broke the protocol: ${errorText(error)}${stderrTail()}`
+                      : `ACP agent '${inv.name}' broke the protocol: ${errorText(error, hiderOf(inv))}${stderrTail()}`
                   })
                 )
               }
