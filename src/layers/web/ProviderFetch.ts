@@ -4,12 +4,14 @@
  * address literal, `localhost` or `metadata.google.internal` that is private refused unless allowed) and, for a
  * reader inside the deployment's network (`resolvesHost`), its host name is resolved and refused when any address
  * is private or when it resolves to none (DeerFlow's `validate_public_http_url`). The page comes back as DeerFlow
- * writes it, `# <title>\n\n<text>`, cut at `max_chars` with a note. Every failure is an `Error: ...` result.
+ * writes it, `# <title>\n\n<text>`, cut at `max_chars` with a note, masked before the cut for the process's secrets
+ * and the run's (`ProcessSecrets.ofRun`). Every failure is an `Error: ...` result.
  */
 import * as Net from "node:net"
 import * as Effect from "effect/Effect"
 import type * as HostResolver from "../../services/HostResolver.js"
 import * as ProcessSecrets from "../../services/ProcessSecrets.js"
+import type { Redactor } from "../../state/Redact.js"
 import { SearchError } from "../../services/WebSearch.js"
 import * as OptionalPackage from "../../internal/OptionalPackage.js"
 import * as Tool from "../../services/Tool.js"
@@ -113,6 +115,10 @@ export const article = (provider: string, html: string): Effect.Effect<Page, Sea
       })
   })
 
+/** A text that may end where it was cut (after it, `clean`'s `…`) masked as such (`Redactor.last`). */
+const cutEnd = (hide: Redactor, text: string): string =>
+  text.endsWith("…") ? `${hide.last(text.slice(0, -1))}…` : hide.last(text)
+
 /** The `web_fetch` tool over a reader. */
 export const webFetch = (reader: Reader, options: Options = {}): Tool.Tool => {
   const maxChars = options.maxChars ?? 200_000
@@ -130,15 +136,16 @@ export const webFetch = (reader: Reader, options: Options = {}): Tool.Tool => {
               "operator can allow others with allow_private_addresses)."
           )
           : reader.read(url, maxChars).pipe(
-            // (a page over the bound masked for the process's secrets and the run's before its cut: a cut inside a
-            // key would keep its beginning)
+            // (masked for the process's secrets and the run's: a page over the bound before its cut, as a cut inside
+            // a key would keep its beginning; one within it as the end of a text, since the reader may have cut it
+            // itself (at its own limit, or Exa's at the `maxChars` it was asked for), inside a key: `Redactor.last`;
+            // its title, which the reader cut at 300 (`clean`'s `…`) masking its own key only, so too)
             Effect.flatMap((page) =>
-              page.text.length <= maxChars
-                ? Effect.succeed(page)
-                : Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) => ({
-                  ...page,
-                  text: hide.text(page.text)
-                }))
+              Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) => ({
+                ...page,
+                ...(page.title !== undefined ? { title: cutEnd(hide, page.title) } : {}),
+                text: page.text.length > maxChars ? hide.text(page.text) : hide.last(page.text)
+              }))
             ),
             Effect.map((page) => {
               const cut = page.text.length > maxChars
