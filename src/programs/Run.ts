@@ -252,6 +252,7 @@ export const execute = <E = never, R = never>(
         tools,
         known: new Set(tools.definitions.map((d) => d.name)),
         unknownTool: input.unknownTool,
+        process: yield* ProcessSecrets.current,
         readOnly: new Set(tools.definitions.flatMap((d) => (d.readOnly === true ? [d.name] : []))),
         holder,
         context,

@@ -2,7 +2,8 @@
  * A step's tool calls: each run through the run's wrapped ports (concurrently, bounded), their results applied in
  * the calls' order, and the calls that have no result closed: a call of a tool the run does not have, one whose
  * arguments are not JSON, one that failed outside ToolErrorHandling, and one a cancellation or a crash left open
- * (answered "interrupted", so the model decides whether to repeat it).
+ * (answered "interrupted", so the model decides whether to repeat it). Every result is masked for the process's own
+ * secrets as it lands (`Calls.process`), before the model reads it.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -10,6 +11,7 @@ import * as Option from "effect/Option"
 import type * as RunFrame from "../middleware/internal/RunFrame.js"
 import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
 import * as ProcessSecrets from "../services/ProcessSecrets.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
 import type { RunOptions, RunServices } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
 import type { Interrupt, ToolResult } from "../services/ToolService.js"
@@ -86,6 +88,13 @@ export interface Calls {
   readonly unknownTool: ((name: string) => string | undefined) | undefined
   readonly holder: RunStateHolder.Holder
   readonly options: Pick<RunOptions, "toolConcurrency">
+  /**
+   * The process's secrets (`ProcessSecrets`), masked whole in every result before it is applied: a tool saying one
+   * back (a file holding a configured key read with `read_file`, an MCP server sharing another's credential) put it
+   * before the model, which reads the run's state, where the stream's and the store's masks come after. (The run's
+   * request secrets are masked in every result by SkillActivation; the cuts mask both before them.)
+   */
+  readonly process?: Redactor | undefined
 }
 
 // (no stack trace: capturing one for every tool call costs more than the rest of the span)
@@ -160,8 +169,10 @@ const calling = (
     const applyAll = (synthesizeMissing: boolean): ReducerError | undefined => {
       const writes: Array<Message> = []
       let updates: Array<readonly [StateUpdate, string]> | undefined
+      const hidden = step.process?.secrets ?? []
       for (let i = 0; i < calls.length; i++) {
-        const result = results[i]
+        const found = results[i]
+        const result = found === undefined || hidden.length === 0 ? found : SkillSecrets.maskValue(found, hidden)
         if (result === undefined) {
           if (synthesizeMissing) {
             writes.push(M.tool(INTERRUPTED_TOOL_RESULT, calls[i]!.id, { name: calls[i]!.name, status: "error" }))
