@@ -9,7 +9,10 @@ import * as Schema from "effect/Schema"
 import type * as WebSearch from "../services/WebSearch.js"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import { withDefault } from "../services/AppConfig.js"
+import * as ProcessSecrets from "../services/ProcessSecrets.js"
 import * as Tool from "../services/Tool.js"
+import * as Json from "../state/Json.js"
+import type { Redactor } from "../state/Redact.js"
 import * as DocumentConverter from "./DocumentConverter.js"
 import * as SafeHttp from "./SafeHttp.js"
 import { clean, htmlText } from "./SearchProviders.js"
@@ -155,10 +158,15 @@ export const pageText = (
       if (converted._tag === "Left") return `Error: ${response.url} could not be read: ${converted.left.detail}.`
       markdown = Option.getOrElse(converted.right, () => "")
     }
+    // (masked for the process's secrets and the run's before the cut at `maxChars`, as a cut text's end: a body read
+    // to `maxBytes` ends where it was cut, and the title is cut at 300; a cut inside a key kept its beginning, which
+    // the masks of whole values after it do not find)
+    const hide = yield* Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun)
+    markdown = hide.last(markdown)
     if (markdown.length > options.maxChars) {
       markdown = `${markdown.slice(0, options.maxChars)}\n\n[Cut at ${options.maxChars} characters.]`
     }
-    const head = title !== undefined ? `# ${title}\n\n` : ""
+    const head = title !== undefined ? `# ${cutEnd(hide, title)}\n\n` : ""
     const body = markdown.trim() === "" ? NO_CONTENT : markdown.trim()
     return `${head}URL: ${response.url}\n\n${body}${cut}\n`
   })
@@ -308,6 +316,22 @@ export const IMAGE_USAGE_HINT =
 
 const searchFailed = (tool: string, error: WebSearch.SearchError) => `Error: ${tool} failed: ${error.message}.`
 
+/**
+ * A text that may end where it was cut (by `clean`, `…` after the cut, or by the provider itself) masked with `hide`
+ * as a cut text's end (`Redactor.last`): a beginning of a secret it ends in is hidden too.
+ */
+export const cutEnd = (hide: Redactor, text: string): string =>
+  text.endsWith("…") ? `${hide.last(text.slice(0, -1))}…` : hide.last(text)
+
+/**
+ * Every text of a provider's results masked for the process's secrets and the run's (`ProcessSecrets.ofRun`) as a cut
+ * text's end (`cutEnd`): a title is cut at 300 characters and a snippet at 1,000 masking the provider's own key only,
+ * and the masks after them find whole values, so a cut inside another secret kept its beginning.
+ */
+const maskedResults = <A>(results: A): Effect.Effect<A> =>
+  Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) =>
+    Json.mapStrings(results, (text) => cutEnd(hide, text)))
+
 // the model's `max_results`, where its arguments have one
 const askedOf = (args: { readonly max_results?: number | null | undefined }) => args.max_results
 
@@ -333,6 +357,7 @@ export const webSearch = (
       const query = args.query.trim()
       if (query === "") return Effect.succeed("Error: web_search needs a non-empty query.")
       return provider.search(query, resultCount(rule, maxResults, askedOf(args))).pipe(
+        Effect.flatMap(maskedResults),
         Effect.map((results) =>
           results.length === 0 ? `No results found for: ${clean(query, 300)}` : JSON.stringify(results, null, 2)
         ),
@@ -366,6 +391,7 @@ export const imageSearch = (
         layout: args.layout ?? undefined
       }
       return provider.images(query, resultCount(rule, maxResults, askedOf(args)), filters).pipe(
+        Effect.flatMap(maskedResults),
         Effect.map((results) =>
           results.length === 0
             ? `No images found for: ${clean(query, 300)}`

@@ -11,7 +11,6 @@ import * as Net from "node:net"
 import * as Effect from "effect/Effect"
 import type * as HostResolver from "../../services/HostResolver.js"
 import * as ProcessSecrets from "../../services/ProcessSecrets.js"
-import type { Redactor } from "../../state/Redact.js"
 import { SearchError } from "../../services/WebSearch.js"
 import * as OptionalPackage from "../../internal/OptionalPackage.js"
 import * as Tool from "../../services/Tool.js"
@@ -115,10 +114,6 @@ export const article = (provider: string, html: string): Effect.Effect<Page, Sea
       })
   })
 
-/** A text that may end where it was cut (after it, `clean`'s `…`) masked as such (`Redactor.last`). */
-const cutEnd = (hide: Redactor, text: string): string =>
-  text.endsWith("…") ? `${hide.last(text.slice(0, -1))}…` : hide.last(text)
-
 /** The `web_fetch` tool over a reader. */
 export const webFetch = (reader: Reader, options: Options = {}): Tool.Tool => {
   const maxChars = options.maxChars ?? 200_000
@@ -143,7 +138,7 @@ export const webFetch = (reader: Reader, options: Options = {}): Tool.Tool => {
             Effect.flatMap((page) =>
               Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) => ({
                 ...page,
-                ...(page.title !== undefined ? { title: cutEnd(hide, page.title) } : {}),
+                ...(page.title !== undefined ? { title: WebTools.cutEnd(hide, page.title) } : {}),
                 text: page.text.length > maxChars ? hide.text(page.text) : hide.last(page.text)
               }))
             ),
