@@ -38,8 +38,8 @@ export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/
 
 /** A skill that cannot be installed. */
 export class SkillInstallError extends Schema.TaggedError<SkillInstallError>()("SkillInstallError", {
-  /** `missing_package`: jszip (an optional package) is not installed. */
-  reason: Schema.Literal("invalid", "exists", "io", "missing_package"),
+  /** `not_found`: no file at the path; `missing_package`: jszip (an optional package) is not installed. */
+  reason: Schema.Literal("invalid", "not_found", "exists", "io", "missing_package"),
   message: Schema.String,
   /** SkillScan's blocking findings and the skill's name, when they refused it (DeerFlow's `SkillSecurityScanError`). */
   findings: Schema.optional(Schema.Array(Schema.Unknown)),
@@ -202,7 +202,7 @@ export const install = (
   Effect.gen(function*() {
     const stat = yield* Effect.try({
       try: () => Fs.lstatSync(archive),
-      catch: () => invalid("The .skill file does not exist.")
+      catch: () => new SkillInstallError({ reason: "not_found", message: "The .skill file does not exist." })
     })
     if (!stat.isFile()) return yield* invalid("The .skill path is not a regular file.")
     if (Path.extname(archive) !== ".skill") return yield* invalid("The file must have the .skill extension.")
@@ -256,7 +256,8 @@ export const install = (
     }
     const skillText = new TextDecoder().decode(skillBytes)
     const parsed = SkillsDirectory.parseSkill(skillText)
-    if (!parsed.ok) return yield* invalid(`SKILL.md does not declare a skill: ${parsed.problem}.`)
+    // (DeerFlow's `Invalid skill: ...`, what its client and app match on, for every front matter problem)
+    if (!parsed.ok) return yield* invalid(`Invalid skill: SKILL.md does not declare a skill: ${parsed.problem}.`)
     const problem = SkillsDirectory.installProblem(skillText)
     if (problem !== undefined) return yield* invalid(`Invalid skill: ${problem}`)
     const name = parsed.name

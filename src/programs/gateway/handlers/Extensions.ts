@@ -341,6 +341,9 @@ export const layer = (api: DeerFlowApi, options: Options) =>
                     skill_name: error.skill_name ?? null,
                     findings: error.findings
                   }))
+              case "not_found":
+                // DeerFlow's 404 `Skill file not found: <path>`, with the path the client gave
+                return Effect.fail(fail("not_found", `Skill file not found: ${virtual}`))
               case "exists":
                 return Effect.fail(fail("conflict", error.message))
               case "io":
