@@ -517,4 +517,26 @@ describe("a merged fact's expected_valid_days", () => {
     ])
     assert.deepStrictEqual(volatile, { days: 7, due: true })
   })
+
+  // DeerFlow's test_consolidated_evd_float_source_coerced_to_int, test_consolidation_with_huge_int_source_evd_does_
+  // not_raise (1e12, 1e9, timedelta.max.days) and test_consolidation_preserves_stable_lifetime_across_cycle
+  it("reads a fractional lifetime as whole days, a huge one as staleness_age_days; a stable merge is not due", () => {
+    const recent = daysAgo(10)
+    assert.strictEqual(lifetime([
+      stored("fact_a", "Fact A", "knowledge", 0.9, { createdAt: recent, expected_valid_days: 365.7 }),
+      stored("fact_b", "Fact B", "knowledge", 0.85, { createdAt: recent, expected_valid_days: 180.2 })
+    ]).days, 180)
+    const created = daysAgo(100)
+    for (const huge of [10 ** 12, 10 ** 9, 999_999_999]) {
+      assert.strictEqual(lifetime([
+        stored("fact_bad", "Bad", "knowledge", 0.9, { createdAt: created, expected_valid_days: huge }),
+        stored("fact_stable", "Stable", "knowledge", 0.85, { createdAt: created, expected_valid_days: 3650 })
+      ]).days, 90, String(huge))
+    }
+    const old = daysAgo(200)
+    assert.deepStrictEqual(lifetime([
+      stored("fact_a", "Fact A", "knowledge", 0.9, { createdAt: old, expected_valid_days: 3650 }),
+      stored("fact_b", "Fact B", "knowledge", 0.85, { createdAt: old, expected_valid_days: 3650 })
+    ]), { days: 1800, due: false })
+  })
 })
