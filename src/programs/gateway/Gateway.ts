@@ -16,7 +16,6 @@
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Context from "effect/Context"
@@ -59,6 +58,7 @@ import * as QuotaWiring from "./store/QuotaWiring.js"
 import * as StoreWiring from "./store/Wiring.js"
 import * as ThreadIds from "./ThreadIds.js"
 import * as TraceId from "./TraceId.js"
+import * as Unrouted from "./Unrouted.js"
 import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
@@ -162,15 +162,6 @@ const watch = (
       return { models: choice.models, model }
     })
 })
-
-/** The answer to a request no route takes: a 404 problem naming what was asked (at most 200 characters of it). */
-const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
-  const asked = `${request.method} ${request.url}`
-  return Api.problem(
-    404,
-    `The gateway has no route for ${asked.length > 200 ? `${asked.slice(0, 200)}...` : asked}.`
-  )
-}
 
 /** What Node's HTTP parser refuses before any route sees it, as the status, title and detail of a problem. */
 const unparsedProblem = (error: NodeJS.ErrnoException): readonly [number, string, string] => {
@@ -437,7 +428,8 @@ export const layer = (options: Options) => {
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
     const routes = HttpRouter.concat(api, Web.router()).pipe(
-      Effect.catchTag("RouteNotFound", (error) => Effect.succeed(notRouted(error.request)))
+      // (under `/api`, a request without a session is refused first, as DeerFlow's middleware refuses it)
+      Effect.catchTag("RouteNotFound", (error) => Unrouted.answer(auth, accounts?.store)(error.request))
     )
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
       // (an empty list answers any origin with `*`)

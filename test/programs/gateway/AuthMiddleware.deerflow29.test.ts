@@ -1,16 +1,28 @@
 /**
  * DeerFlow's `test_auth_middleware.py`, `test_langgraph_auth.py` (its cookie and CSRF cases), `test_auth_errors.py`
  * and `test_gateway_request_path.py`, through a real gateway with DeerFlow's accounts (`gateway.auth.accounts`):
- * public routes answer without a session (`/health` was not served: DeerFlow's Docker healthcheck asks for it), every other route is a 401 carrying DeerFlow's `code`
- * (`not_authenticated` without a cookie, `token_invalid` with one that opens no session; it had none), whatever the
- * method; a session's state-changing request needs its CSRF token (403, DeerFlow's words); a path that only looks
- * public is not served. The open gateway is DeerFlow's auth-disabled mode: its default admin user, no CSRF.
- * Differs on purpose: a path no route serves is a 404 (DeerFlow's middleware answers it 401 before routing).
+ * public routes answer without a session (`/health` was not served: DeerFlow's Docker healthcheck asks for it), every
+ * other path under `/api`, routed or not, is a 401 carrying DeerFlow's `code` (`not_authenticated` without a cookie,
+ * `token_invalid` with one that opens no session, `token_expired` with one that ended; it had none, and a path no route
+ * serves was a 404 first), whatever the method; a session's state-changing request needs its CSRF token (403,
+ * DeerFlow's words), checked before the session is looked up (a made-up one was a 401); a path that only looks public
+ * is not served. The open gateway is DeerFlow's auth-disabled mode: its default admin user, no CSRF.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { browser } from "../../support/browser.js"
+import { createRequire } from "node:module"
+import * as Crypto from "node:crypto"
+import * as Path from "node:path"
+import { browser, loginForm } from "../../support/browser.js"
 import { as } from "../../support/requests.js"
 import * as Support from "./support.js"
+
+// the gateway's accounts file, opened beside it (better-sqlite3, as its store opens it)
+interface Database {
+  readonly pragma: (pragma: string) => unknown
+  readonly prepare: (sql: string) => { readonly run: (...params: ReadonlyArray<unknown>) => { changes: number } }
+  readonly close: () => void
+}
+const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new(filename: string) => Database
 
 let gateway: Support.TestGateway
 let open: Support.TestGateway
@@ -80,13 +92,22 @@ describe("test_auth_middleware.py", () => {
     }
   })
 
-  it("test_protected_paths_with_trailing_slash and test_unknown_api_path_is_protected: never served", async () => {
-    for (const path of ["/api/models/", "/api/v1/auth/me/", "/api/new-feature", "/api/v2/something", "/api/v1/auth/new-endpoint"]) {
+  it("test_protected_paths_with_trailing_slash and test_unknown_api_path_is_protected: 401 first, 404 signed in", async () => {
+    const unknown = ["/api/new-feature", "/api/v2/something", "/api/v1/auth/new-endpoint"]
+    // (DeerFlow's middleware answers a request without a session before any route is looked for)
+    for (const path of ["/api/models/", "/api/v1/auth/me/", ...unknown, "/api/v1/auth/change-password/"]) {
       const answer = await anonymous("GET", path)
-      assert.include([401, 404], answer.status, `${path}: ${answer.text}`)
+      assert.strictEqual(answer.status, 401, `${path}: ${answer.text}`)
+      assert.strictEqual(answer.json().code, "not_authenticated", path)
     }
-    // the public sign-in routes with a trailing slash are still no way around a session
-    assert.include([401, 404, 405], (await anonymous("GET", "/api/v1/auth/change-password/")).status)
+    // a signed-in user is told there is no such route
+    for (const path of unknown) {
+      const answer = await admin.fetch(path)
+      assert.strictEqual(answer.status, 404, path)
+      assert.match(((await answer.json()) as any).detail, /has no route/, path)
+    }
+    // the public sign-in routes answer a method they do not take without a session: 404, not 401
+    assert.strictEqual((await anonymous("GET", "/api/v1/auth/login/local")).status, 404)
   })
 
   it("test_url_reconstruction_cannot_turn_a_protected_route_path_public", async () => {
@@ -98,7 +119,7 @@ describe("test_auth_middleware.py", () => {
       "/api/v1/auth/setup-status%3Fprivate"
     ]) {
       const answer = await anonymous("GET", path)
-      assert.include([401, 404], answer.status, `${path}: ${answer.text}`)
+      assert.strictEqual(answer.status, 401, `${path}: ${answer.text}`)
     }
   })
 
@@ -110,7 +131,9 @@ describe("test_auth_middleware.py", () => {
       assert.strictEqual(body.code, "token_invalid", `${method} ${path}`)
       assert.match(body.detail, /session has ended/)
     }
-    assert.include([401, 404], (await withCookie("GET", "/api/future-endpoint", "tok")).status)
+    // test_unknown_endpoint_with_junk_cookie_rejected
+    const future = await withCookie("GET", "/api/future-endpoint", "tok")
+    assert.deepStrictEqual([future.status, ((await future.json()) as any).code], [401, "token_invalid"])
   })
 
   it("test_protected_post_no_cookie_returns_401, the method matrix and test_mcp_cache_reset_post_no_cookie_returns_401", async () => {
@@ -122,8 +145,8 @@ describe("test_auth_middleware.py", () => {
       ["PATCH", "/api/threads/abc", { metadata: {} }]
     ] as const) {
       const answer = await anonymous(method, path, body)
-      assert.include([401, 404], answer.status, `${method} ${path}: ${answer.text}`)
-      if (answer.status === 401) assert.strictEqual(answer.json().code, "not_authenticated", `${method} ${path}`)
+      assert.strictEqual(answer.status, 401, `${method} ${path}: ${answer.text}`)
+      assert.strictEqual(answer.json().code, "not_authenticated", `${method} ${path}`)
     }
   })
 
@@ -170,6 +193,14 @@ describe("test_langgraph_auth.py (cookie and CSRF)", () => {
     }
   })
 
+  it("test_csrf_post_missing_token with a made-up session: the CSRF check comes before the session's", async () => {
+    for (const [method, path] of [["POST", "/api/threads"], ["PUT", "/api/mcp/config"], ["DELETE", "/api/threads/abc"]]) {
+      const answer = await withCookie(method!, path!, "some-jwt")
+      assert.strictEqual(answer.status, 403, `${method} ${path}`)
+      assert.strictEqual(((await answer.json()) as any).detail, "CSRF token missing. Include X-CSRF-Token header.")
+    }
+  })
+
   it("test_csrf_post_mismatched_token", async () => {
     const answer = await admin.fetch("/api/threads", {
       method: "POST",
@@ -207,6 +238,38 @@ describe("test_auth_errors.py", () => {
     assert.strictEqual(again.status, 409)
     assert.deepStrictEqual(Object.keys(again.json()).filter((k) => k === "code" || k === "message"), ["code", "message"])
     assert.strictEqual(again.json().code, "system_already_initialized")
+  })
+})
+
+describe("test_auth_errors.py: an expired session", () => {
+  it("test_expired_token_returns_token_expired: 401 token_expired, where a made-up one is token_invalid", async () => {
+    const user = browser(() => gateway)
+    const signed = await user.fetch("/api/v1/auth/login/local", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: loginForm("admin@example.com", "correct horse battery")
+    })
+    assert.strictEqual(signed.status, 200)
+    assert.strictEqual((await user.fetch("/api/v1/auth/me")).status, 200)
+    // its end comes: the session's row in the gateway's accounts file says it ended a minute ago
+    const db = new Sqlite(Path.join(gateway.home, "accounts.db"))
+    try {
+      db.pragma("busy_timeout = 5000")
+      const digest = Crypto.createHash("sha256").update(user.cookies.get("access_token")!).digest("hex")
+      const changed = db.prepare("UPDATE sessions SET expires_at = ? WHERE token_hash = ?").run(Date.now() - 60_000, digest)
+      assert.strictEqual(changed.changes, 1)
+    } finally {
+      db.close()
+    }
+    for (const path of ["/api/v1/auth/me", "/api/models", "/api/no-such-route"]) {
+      const expired = await user.fetch(path)
+      assert.strictEqual(expired.status, 401, path)
+      const body = (await expired.json()) as any
+      assert.deepStrictEqual([body.code, body.message], ["token_expired", body.detail], path)
+      assert.match(body.detail, /expired/, path)
+    }
+    const junk = await withCookie("GET", "/api/v1/auth/me", "never-a-session")
+    assert.strictEqual(((await junk.json()) as any).code, "token_invalid")
   })
 })
 

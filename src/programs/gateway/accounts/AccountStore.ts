@@ -4,7 +4,8 @@
  * user: its id (a UUID) is the user id its threads, memory and agents are kept under. A session is a random
  * token in the browser's HttpOnly `access_token` cookie, with a CSRF token of its own; only their SHA-256 digests
  * are stored, so the file gives neither away. Sessions end when they expire, at logout, and all of an account's
- * at a password change.
+ * at a password change. An expired session's row is kept one more lifetime, so that its cookie reads as expired
+ * (DeerFlow's `token_expired`) rather than unknown.
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
@@ -31,6 +32,11 @@ export interface OpenedSession {
   readonly token: string
   readonly csrf: string
 }
+
+/** What a session token opens: its account and the digest of its CSRF token, or that it has expired. */
+export type SessionFound =
+  | { readonly _tag: "open"; readonly account: Account; readonly csrfHash: string }
+  | { readonly _tag: "expired" }
 
 /** What signing in found: the account, with its password hash for the caller to verify. */
 export interface Credentials {
@@ -126,8 +132,8 @@ export const open = (home: string, sessionDays: number) =>
         const token = Crypto.randomBytes(32).toString("base64url")
         const csrf = Crypto.randomBytes(32).toString("base64url")
         const now = yield* Clock.currentTimeMillis
-        // (sessions past their end are forgotten as new ones open)
-        yield* db.executeRaw("DELETE FROM sessions WHERE expires_at <= ?", [now])
+        // (sessions a lifetime past their end are forgotten as new ones open)
+        yield* db.executeRaw("DELETE FROM sessions WHERE expires_at <= ?", [now - lifetimeMs])
         yield* db.executeRaw(
           "INSERT INTO sessions (token_hash, account_id, csrf_hash, expires_at) VALUES (?, ?, ?, ?)",
           [digest(token), accountId, digest(csrf), now + lifetimeMs]
@@ -141,19 +147,19 @@ export const open = (home: string, sessionDays: number) =>
         return { token, csrf } satisfies OpenedSession
       })
 
-    /** The account of a session token and the digest of its CSRF token, while the session lasts. */
+    /** What a session token opens: its account while the session lasts, `expired` after; none when unknown. */
     const session = (token: string) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const rows = yield* db.execute(
-          "SELECT a.*, s.csrf_hash FROM sessions s JOIN accounts a ON a.id = s.account_id " +
-            "WHERE s.token_hash = ? AND s.expires_at > ?",
-          [digest(token), now]
+          "SELECT a.*, s.csrf_hash, s.expires_at FROM sessions s JOIN accounts a ON a.id = s.account_id " +
+            "WHERE s.token_hash = ?",
+          [digest(token)]
         )
-        return Option.map(Option.fromNullable(rows[0]), (row) => ({
-          account: accountOf(row),
-          csrfHash: String(row["csrf_hash"])
-        }))
+        return Option.map(Option.fromNullable(rows[0]), (row): SessionFound =>
+          Number(row["expires_at"]) <= now
+            ? { _tag: "expired" }
+            : { _tag: "open", account: accountOf(row), csrfHash: String(row["csrf_hash"]) })
       })
 
     const closeSession = (token: string) =>

@@ -125,17 +125,25 @@ export interface SessionRequest {
   readonly cookies: Readonly<Record<string, string>>
 }
 
-/** The 401 of a session cookie that opens no session (made up, signed out, expired): DeerFlow's `token_invalid`. */
+/** The 401 of a session cookie that opens no session (made up, signed out): DeerFlow's `token_invalid`. */
 const sessionEnded = new GatewayError({
   reason: "unauthorized",
   code: "token_invalid",
   message: "The session has ended (signed out, expired or the password changed): sign in again."
 })
 
+/** The 401 of a session cookie whose session has expired: DeerFlow's `token_expired`. */
+const sessionExpired = new GatewayError({
+  reason: "unauthorized",
+  code: "token_expired",
+  message: "The session has expired: sign in again."
+})
+
 /**
  * Who a request's session cookie stands for: 401 without a session that lasts (DeerFlow's `code`, `not_authenticated`
- * without a cookie, `token_invalid` with one that opens none, beside the problem), 403 when it changes something
- * without the session's CSRF token.
+ * without a cookie, `token_invalid` with one that opens none, `token_expired` with one that ended, beside the
+ * problem), 403 when it changes something without the session's CSRF token. As DeerFlow's CSRF middleware runs
+ * before its auth middleware, a cookie's change without the CSRF header is refused before its session is looked up.
  */
 export const identify = (store: AccountStore, request: SessionRequest) =>
   Effect.gen(function*() {
@@ -147,18 +155,20 @@ export const identify = (store: AccountStore, request: SessionRequest) =>
         message: "Not signed in: sign in (POST /api/v1/auth/login/local) or send an API token (Authorization: Bearer)."
       })
     }
+    const changing = STATE_CHANGING.has(request.method.toUpperCase())
+    const header = request.headers[CSRF_HEADER]
+    if (changing && (header === undefined || header === "")) {
+      return yield* fail("forbidden", "CSRF token missing. Include X-CSRF-Token header.")
+    }
     if (token.length > 256) return yield* sessionEnded
     const found = yield* Effect.mapError(
       store.session(token),
       (error) => fail("internal", `Cannot read the sessions: ${error.message}`)
     )
     if (Option.isNone(found)) return yield* sessionEnded
-    if (STATE_CHANGING.has(request.method.toUpperCase())) {
-      const header = request.headers[CSRF_HEADER]
-      if (header === undefined || header === "") {
-        return yield* fail("forbidden", "CSRF token missing. Include X-CSRF-Token header.")
-      }
-      if (!csrfMatches(header, found.value.csrfHash)) return yield* fail("forbidden", "CSRF token mismatch.")
+    if (found.value._tag === "expired") return yield* sessionExpired
+    if (changing && !csrfMatches(header ?? "", found.value.csrfHash)) {
+      return yield* fail("forbidden", "CSRF token mismatch.")
     }
     const { account } = found.value
     return {

@@ -21,19 +21,26 @@ import { Authentication, NoBody } from "../api/Security.js"
 import * as RoutePermissions from "../RoutePermissions.js"
 
 /**
- * Who the request is, or 401. On a gateway with accounts, a request with an API token (when there are tokens)
- * is its token's user, any other must be a signed-in account's (`accounts/Sessions.ts`).
+ * Who `request` is, or 401. On a gateway with accounts, a request with an API token (when there are tokens) is its
+ * token's user, any other must be a signed-in account's (`accounts/Sessions.ts`).
  */
-const identify = (auth: Authenticator, accounts: AccountStore | undefined) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Effect.Effect<Identity, GatewayError> => {
-    if (accounts !== undefined && !(auth.required && tokenOf(request.headers) !== undefined)) {
-      return Sessions.identify(accounts, request)
-    }
-    return Either.match(auth.identify(request.headers), {
-      onLeft: (message) => Effect.fail(fail("unauthorized", message)),
-      onRight: (found): Effect.Effect<Identity, GatewayError> => Effect.succeed(found)
-    })
+export const identifyRequest = (
+  auth: Authenticator,
+  accounts: AccountStore | undefined,
+  request: HttpServerRequest.HttpServerRequest
+): Effect.Effect<Identity, GatewayError> => {
+  if (accounts !== undefined && !(auth.required && tokenOf(request.headers) !== undefined)) {
+    return Sessions.identify(accounts, request)
+  }
+  return Either.match(auth.identify(request.headers), {
+    onLeft: (message) => Effect.fail(fail("unauthorized", message)),
+    onRight: (found): Effect.Effect<Identity, GatewayError> => Effect.succeed(found)
   })
+}
+
+/** Who the request being served is, or 401 (`identifyRequest`). */
+const identify = (auth: Authenticator, accounts: AccountStore | undefined) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => identifyRequest(auth, accounts, request))
 
 /**
  * The middleware of a gateway with these tokens (and accounts, when it has them); with `authorization`, a request
