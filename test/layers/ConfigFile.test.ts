@@ -196,6 +196,9 @@ describe("ConfigFile", () => {
       assert.deepStrictEqual(config.models, [])
       // of its `scheduler`, the least delay of a once task is read; its poller's keys are Antler's gateway's
       assert.strictEqual(config.scheduler.min_once_delay_seconds, 60)
+      // (and its switch: off there, so no task ticks on its schedule, as DeerFlow's poller is not started)
+      assert.isFalse(config.scheduler.enabled)
+      assert.notInclude(loaded.ignored, "scheduler.enabled")
       assert.include(loaded.ignored, "scheduler.poll_interval_seconds")
       assert.notInclude(loaded.ignored, "scheduler.min_once_delay_seconds")
     }))

@@ -218,11 +218,14 @@ export const GatewayConfig = Schema.Struct({
 export type GatewayConfig = typeof GatewayConfig.Type
 
 /**
- * DeerFlow's `scheduler` section. Antler reads `min_once_delay_seconds` (how far ahead a `once` scheduled task must
- * be when it is made or moved, 1-86400, default 60, as DeerFlow's); its ticks are `gateway.scheduler_poll_seconds`'
- * and always on, so `enabled`, `poll_interval_seconds` and the others are named among the ignored keys.
+ * DeerFlow's `scheduler` section. Antler reads `enabled` (`false`: no scheduled task or cron ticks on its schedule,
+ * as DeerFlow's poller is then not started; the routes still answer and a trigger still runs a task; unset: on, where
+ * DeerFlow's default is off) and `min_once_delay_seconds` (how far ahead a `once` scheduled task must be when it is
+ * made or moved, 1-86400, default 60, as DeerFlow's); its ticks come every `gateway.scheduler_poll_seconds`, so
+ * `poll_interval_seconds` and the others are named among the ignored keys.
  */
 export const SchedulerConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
   min_once_delay_seconds: withDefault(Schema.Int.pipe(Schema.between(1, 86_400)), () => 60)
 })
 export type SchedulerConfig = typeof SchedulerConfig.Type

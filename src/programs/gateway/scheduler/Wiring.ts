@@ -174,6 +174,10 @@ const schedulerLayer = (
     Layer.provideMerge(storeLayer(app))
   )
 
+/** Seconds between the polls for due ticks; 0 (none: triggers only) with DeerFlow's `scheduler.enabled: false`. */
+const pollSecondsOf = (app: AppConfigService["Type"]): number =>
+  app.config.scheduler.enabled ? app.config.gateway.scheduler_poll_seconds : 0
+
 /**
  * The scheduler of a gateway (after its run manager settled what a previous process left): every process polls
  * for due ticks (each tick claimed in the database by one of them).
@@ -181,7 +185,7 @@ const schedulerLayer = (
 export const layer = (
   app: AppConfigService["Type"]
 ): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore | Quotas> =>
-  schedulerLayer(app, app.config.gateway.scheduler_poll_seconds)
+  schedulerLayer(app, pollSecondsOf(app))
 
 /**
  * The scheduler of a runner of a cluster: triggers and the settling of earlier runs as in `layer`, the polls for
@@ -192,6 +196,6 @@ export const clusterLayer = (
 ): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore | Quotas> =>
   Layer.unwrapEffect(Effect.map(
     Effect.promise(() => import("./ClusterTicks.js")),
-    (ClusterTicks) => ClusterTicks.layer(app.config.gateway.scheduler_poll_seconds)
+    (ClusterTicks) => ClusterTicks.layer(pollSecondsOf(app))
   )).pipe(Layer.provideMerge(schedulerLayer(app, 0)))
 
