@@ -465,7 +465,7 @@ export const execute = (
     const endedShown = { ...ended, error: ended.error === null ? null : redact.text(ended.error) }
     // (fenced, its lease not taken back: its end is told to its followers here, and recorded once the store answers
     // again, below; DeerFlow's fenced worker leaves it to the thread's next owner)
-    const record = unconfirmed
+    const settledRecord = unconfirmed
       ? yield* Effect.as(
         Effect.logWarning(
           `run ${runId}: its end is not recorded yet (its thread's lease could not be confirmed); it will be once ` +
@@ -477,8 +477,10 @@ export const execute = (
     if (listener.invalid.length > 0) {
       yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
     }
-    const undone = action !== "rollback" && !notOwner &&
-      (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
+    // (a failed edit whose undoing was refused: its record, as kept, says so, and so do its waiters' answers)
+    const { record, undone } = action !== "rollback" && !notOwner
+      ? yield* RunRecords.undoFailedEdit(store, settledRecord, request.metadata)
+      : { record: settledRecord, undone: false }
     yield* release
     const outs: Array<Projection.Out> = []
     // (not read from a store whose lease calls went unanswered)

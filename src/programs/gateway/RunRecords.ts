@@ -127,27 +127,31 @@ export const settle = (
  * (it failed, or was stopped): its checkpoints go, the fork before its first step with them, so the thread is again
  * as it was before the edit, as DeerFlow's worker restores it; the run keeps its status. Fenced by the lease of
  * `leased` (`AppendOptions.leased`: the run's own, or the lease taken to settle it): refused once another run took
- * the thread, the run's record says so (`editNotUndone`). Returns whether it did.
+ * the thread, the run's record says so (`editNotUndone`). Answers whether it did, and the record as it is now kept
+ * (what the run's waiters are told).
  */
 export const undoFailedEdit = (
   store: ThreadStore["Type"],
   record: RunRecord,
   metadata: Readonly<Record<string, unknown>>,
   leased: AppendOptions["leased"] = true
-): Effect.Effect<boolean> =>
+): Effect.Effect<{ readonly undone: boolean; readonly record: RunRecord }> =>
   metadata.replay_kind !== "edit" || (record.status !== "error" && record.status !== "cancelled")
-    ? Effect.succeed(false)
+    ? Effect.succeed({ undone: false, record })
     : store.rollback(record.thread_id, record.run_id, { leased }).pipe(
-      Effect.as(true),
+      Effect.as({ undone: true, record }),
       Effect.catchAll((error) =>
         Effect.logWarning(`run ${record.run_id}: the failed edit could not be undone`, error).pipe(
           Effect.zipRight(
-            error.operation !== LEASE_FENCED ? Effect.void : Effect.ignore(store.saveRun({
-              ...record,
-              error: [record.error, editNotUndone(error.message)].filter((e) => e != null && e !== "").join(" ")
-            }))
+            error.operation !== LEASE_FENCED ? Effect.succeed(record) : Effect.gen(function*() {
+              const noted: RunRecord = {
+                ...record,
+                error: [record.error, editNotUndone(error.message)].filter((e) => e != null && e !== "").join(" ")
+              }
+              return yield* Effect.as(store.saveRun(noted), noted).pipe(Effect.orElseSucceed(() => record))
+            })
           ),
-          Effect.as(false)
+          Effect.map((kept) => ({ undone: false, record: kept }))
         ))
     )
 
@@ -190,9 +194,9 @@ export const recover = (store: ThreadStore["Type"]) =>
         error: SERVER_RESTARTED
       }
       yield* store.saveRun(ended)
-      yield* undoFailedEdit(store, ended, callerMetadata(record), probe)
+      const kept = (yield* undoFailedEdit(store, ended, callerMetadata(record), probe)).record
       yield* store.releaseLease(record.thread_id, probe)
-      settled.push(ended)
+      settled.push(kept)
     }
     return settled
   })

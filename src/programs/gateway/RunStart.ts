@@ -226,7 +226,7 @@ export const make = (deps: Deps): Starter => {
           record = yield* RunRecords.settle(store, request.threadId, runId, action, ended)
         }
         // an edit's run stopped with the server (or ended by a defect) is undone as a failed one is
-        if (record !== undefined) yield* RunRecords.undoFailedEdit(store, record, request.metadata)
+        if (record !== undefined) record = (yield* RunRecords.undoFailedEdit(store, record, request.metadata)).record
         yield* Effect.ignore(store.releaseLease(request.threadId, runId))
         if (!made.run.finished()) made.append([{ event: "end", data: null }])
         const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
