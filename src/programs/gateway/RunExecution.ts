@@ -432,6 +432,12 @@ export const execute = (
       error
     })
     if (failure !== undefined) ended = failed(failure)
+    // a failed or stopped edit is undone before its end is told: refused by the lease fence (another run took the
+    // thread), its end says so, its stream's `error` as its record and its waiters' answers
+    const editUndo = action !== "rollback" && !notOwner
+      ? yield* RunRecords.undoEdit(store, request.threadId, runId, ended.status, request.metadata)
+      : { tried: false, undone: false, note: undefined }
+    if (editUndo.note !== undefined) ended = { ...ended, error: RunRecords.withNote(ended.error, editUndo.note) }
     // DeerFlow's order: the receipt is kept before the run's end is, and a run that produced outputs, whose
     // receipt could not be kept, fails (nothing says what it delivered)
     if (request.deleteThread !== true && action !== "rollback") {
@@ -453,12 +459,18 @@ export const execute = (
     }
     // the run's end, as it ended after the checks, streamed (a failed check ends the stream as a failed run's does)
     if (last !== undefined && !stopping) {
-      listener.onEvent(failure === undefined ? last : {
+      const told = failure === undefined ? last : {
         ...last,
-        status: "error",
+        status: "error" as const,
         stop_reason: last.stop_reason !== "completed" ? last.stop_reason : "error",
         error: { name: Delivery.ERROR_NAME, message: failure }
-      })
+      }
+      // (an error's message with the note of an edit not undone)
+      listener.onEvent(
+        editUndo.note === undefined || told.error === undefined
+          ? told
+          : { ...told, error: { ...told.error, message: RunRecords.withNote(told.error.message, editUndo.note) } }
+      )
     }
     listener.stop()
     // (its error as its events say it: without the secrets the run hides, its request's included)
@@ -477,10 +489,10 @@ export const execute = (
     if (listener.invalid.length > 0) {
       yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
     }
-    // (a failed edit whose undoing was refused: its record, as kept, says so, and so do its waiters' answers)
-    const { record, undone } = action !== "rollback" && !notOwner
+    // (an edit whose run failed only now, its receipt not kept, is undone now)
+    const { record, undone } = action !== "rollback" && !notOwner && !editUndo.tried
       ? yield* RunRecords.undoFailedEdit(store, settledRecord, request.metadata)
-      : { record: settledRecord, undone: false }
+      : { record: settledRecord, undone: editUndo.undone }
     yield* release
     const outs: Array<Projection.Out> = []
     // (not read from a store whose lease calls went unanswered)

@@ -122,13 +122,48 @@ export const settle = (
     return settled
   })
 
+/** What undoing an edit's run did: whether it was tried, whether it was done, and why not when fenced. */
+export interface EditUndo {
+  readonly tried: boolean
+  readonly undone: boolean
+  /** What the run's error adds when the lease fence refused the undoing (`editNotUndone`). */
+  readonly note?: string | undefined
+}
+
+/** An error with a note after it. */
+export const withNote = (error: string | null, note: string): string =>
+  [error, note].filter((e) => e != null && e !== "").join(" ")
+
 /**
  * Undoes an edit-and-rerun run (its metadata's `replay_kind: "edit"`, see `handlers/Branches`) that did not succeed
- * (it failed, or was stopped): its checkpoints go, the fork before its first step with them, so the thread is again
- * as it was before the edit, as DeerFlow's worker restores it; the run keeps its status. Fenced by the lease of
- * `leased` (`AppendOptions.leased`: the run's own, or the lease taken to settle it): refused once another run took
- * the thread, the run's record says so (`editNotUndone`). Answers whether it did, and the record as it is now kept
- * (what the run's waiters are told).
+ * (`status` `error`, or `cancelled`: stopped): its checkpoints go, the fork before its first step with them, so the
+ * thread is again as it was before the edit, as DeerFlow's worker restores it; the run keeps its status. Fenced by
+ * the lease of `leased` (`AppendOptions.leased`: the run's own, or the lease taken to settle it): refused once
+ * another run took the thread, with the note the run's error adds (`editNotUndone`).
+ */
+export const undoEdit = (
+  store: ThreadStore["Type"],
+  threadId: string,
+  runId: string,
+  status: RunRecord["status"],
+  metadata: Readonly<Record<string, unknown>>,
+  leased: AppendOptions["leased"] = true
+): Effect.Effect<EditUndo> =>
+  metadata.replay_kind !== "edit" || (status !== "error" && status !== "cancelled")
+    ? Effect.succeed({ tried: false, undone: false })
+    : store.rollback(threadId, runId, { leased }).pipe(
+      Effect.as({ tried: true, undone: true }),
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning(`run ${runId}: the failed edit could not be undone`, error), {
+          tried: true,
+          undone: false,
+          note: error.operation === LEASE_FENCED ? editNotUndone(error.message) : undefined
+        }))
+    )
+
+/**
+ * `undoEdit` of a run whose record is settled already: refused by the fence, the record keeps the note. Answers
+ * whether it undid the edit, and the record as it is now kept (what the run's waiters are told).
  */
 export const undoFailedEdit = (
   store: ThreadStore["Type"],
@@ -136,24 +171,16 @@ export const undoFailedEdit = (
   metadata: Readonly<Record<string, unknown>>,
   leased: AppendOptions["leased"] = true
 ): Effect.Effect<{ readonly undone: boolean; readonly record: RunRecord }> =>
-  metadata.replay_kind !== "edit" || (record.status !== "error" && record.status !== "cancelled")
-    ? Effect.succeed({ undone: false, record })
-    : store.rollback(record.thread_id, record.run_id, { leased }).pipe(
-      Effect.as({ undone: true, record }),
-      Effect.catchAll((error) =>
-        Effect.logWarning(`run ${record.run_id}: the failed edit could not be undone`, error).pipe(
-          Effect.zipRight(
-            error.operation !== LEASE_FENCED ? Effect.succeed(record) : Effect.gen(function*() {
-              const noted: RunRecord = {
-                ...record,
-                error: [record.error, editNotUndone(error.message)].filter((e) => e != null && e !== "").join(" ")
-              }
-              return yield* Effect.as(store.saveRun(noted), noted).pipe(Effect.orElseSucceed(() => record))
-            })
-          ),
-          Effect.map((kept) => ({ undone: false, record: kept }))
-        ))
-    )
+  Effect.flatMap(
+    undoEdit(store, record.thread_id, record.run_id, record.status, metadata, leased),
+    ({ note, undone }) => {
+      if (note === undefined) return Effect.succeed({ undone, record })
+      const noted: RunRecord = { ...record, error: withNote(record.error ?? null, note) }
+      return Effect.as(store.saveRun(noted), { undone, record: noted }).pipe(
+        Effect.orElseSucceed(() => ({ undone, record }))
+      )
+    }
+  )
 
 /** The caller's metadata a run was started with, as its record keeps it (`metadata.metadata`). */
 export const callerMetadata = (record: RunRecord): Readonly<Record<string, unknown>> => {

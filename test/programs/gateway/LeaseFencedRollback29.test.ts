@@ -146,20 +146,21 @@ describe.each(KINDS)("a run's rollback after another run took its thread (%s)", 
     assert.include(record.error ?? "", "its steps were not rolled back")
   }, 60_000)
 
-  it.skipIf(skip)("a failed edit's undoing: nothing deleted, its record says why", async () => {
-    assert.strictEqual((await api("POST", "/api/threads", { thread_id: `edit-${kind}` })).status, 200)
-    const first = await api("POST", `/api/threads/edit-${kind}/runs/wait`, { input: Support.userInput("qone") })
+  it.skipIf(skip).each(["wait", "stream"])("a failed edit's undoing: nothing deleted, its record says why (runs/%s)", async (how) => {
+    const thread = `edit-${how}-${kind}`
+    assert.strictEqual((await api("POST", "/api/threads", { thread_id: thread })).status, 200)
+    const first = await api("POST", `/api/threads/${thread}/runs/wait`, { input: Support.userInput("qone") })
     assert.strictEqual(first.status, 200, first.text)
-    const messages = (await api("GET", `/api/threads/edit-${kind}/state`)).json().values.messages as Array<any>
+    const messages = (await api("GET", `/api/threads/${thread}/state`)).json().values.messages as Array<any>
     const question = Support.visible(messages).find((m: any) => m.type === "human")
-    const prepared = await api("POST", `/api/threads/edit-${kind}/runs/edit-regenerate/prepare`, {
+    const prepared = await api("POST", `/api/threads/${thread}/runs/edit-regenerate/prepare`, {
       human_message_id: question.id,
       replacement_text: "qbroken edited"
     })
     assert.strictEqual(prepared.status, 200, prepared.text)
     const body = prepared.json()
     const { answer, at } = await stalled(() =>
-      api("POST", `/api/threads/edit-${kind}/runs/wait`, {
+      api("POST", `/api/threads/${thread}/runs/${how}`, {
         assistant_id: "lead_agent",
         input: body.input,
         checkpoint: body.checkpoint,
@@ -167,9 +168,11 @@ describe.each(KINDS)("a run's rollback after another run took its thread (%s)", 
       })
     )
     assert.strictEqual(answer.status, 200, answer.text)
-    // the wait's answer says it as the run's record does (sweep 30: it said only why the run failed)
-    const said = answer.json().__error__
-    assert.strictEqual(said.error, "RunError")
+    // the wait's `__error__`, or the stream's `error` event, says it as the run's record does (sweep 30: they said
+    // only why the run failed)
+    const said = how === "wait"
+      ? answer.json().__error__
+      : JSON.parse(answer.text.split("event: error\ndata: ")[1]!.split("\n")[0]!)
     assert.include(said.message, "the model refuses this")
     assert.include(said.message, "The failed edit was not undone")
     assert.include(said.message, `run ${OTHER}`)
