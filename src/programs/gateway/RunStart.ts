@@ -67,12 +67,21 @@ export const make = (deps: Deps): Starter => {
     start: (request: RunRequest, runId: string) => startWith(request, runId)
   })
 
-  const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
+  const startWith = (request: RunRequest, queuedId?: string, resumed = false): Effect.Effect<ActiveRun, GatewayError> =>
     // (from the lease on, the start runs to its end even when the request's fiber is interrupted, a client gone: the
     // lease and the reservation are handed to the run's fiber, freed at its end, or freed here; the waits before it,
     // and the run itself, stay interruptible)
     lock.withPermits(1)(Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
       const runId = queuedId ?? request.runId ?? M.newId()
+      // a run resumed ends once: one that ended since it was found unfinished (resumed here by another delivery of
+      // its durable message, which has ended it) is not run again (its record read here, under the thread's lease
+      // its resumer holds, is its last)
+      if (resumed) {
+        const last = yield* restore(Effect.mapError(store.runs({ runId }), internal))
+        if (last[0] !== undefined && !RunRecords.unfinished(last[0])) {
+          return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} already ended.` })
+        }
+      }
       if (queuedId === undefined && request.runId !== undefined && request.resumes === undefined) {
         const recorded = yield* restore(Effect.mapError(store.runs({ runId }), internal))
         if (recorded.length > 0) {
@@ -256,7 +265,7 @@ export const make = (deps: Deps): Starter => {
       // its events are numbered after every id an earlier attempt gave (`EventIds`)
       const record = (yield* Effect.mapError(store.runs({ runId }), internal))[0]
       const resumes = EventIds.resumesOf(record) + 1
-      return yield* startWith({ ...rest, messages, multitaskStrategy: "reject", resumes }, runId)
+      return yield* startWith({ ...rest, messages, multitaskStrategy: "reject", resumes }, runId, true)
     })
 
   return { start: (request) => startWith(request), resume, queues }

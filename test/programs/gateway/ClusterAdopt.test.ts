@@ -7,6 +7,7 @@
  * SCRIPTED Chat Completions server. Skipped, saying why, without PostgreSQL.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Logger from "effect/Logger"
 import * as Scheduler from "../../../src/programs/gateway/scheduler/Scheduler.js"
 import * as Postgres from "../../support/postgres.js"
 import { eventually } from "../../support/poll.js"
@@ -24,6 +25,16 @@ afterAll(async () => {
   if ("stop" in pg) await pg.stop()
 })
 
+/** Each gateway's log lines, with their times and levels: what a failure shows, to tell its causes apart. */
+const logs: Array<Array<string>> = []
+const logger = (lines: Array<string>) =>
+  Logger.replace(
+    Logger.defaultLogger,
+    Logger.make(({ date, logLevel, message }) =>
+      lines.push(`${date.toISOString()} ${logLevel.label} ${(Array.isArray(message) ? message : [message]).join(" ")}`)
+    )
+  )
+
 const api = async (gateway: TestGateway, method: string, path: string, body?: unknown) =>
   (await as(() => gateway)(method, path, body)).json()
 
@@ -32,9 +43,12 @@ describe.skipIf("skip" in pg)("a scheduled run started and not made durable, in 
     const url = await (pg as Postgres.Postgres).createDatabase()
     const home = Support.tempDir("antler-gw-cluster-adopt-")
     for (let i = 0; i < 2; i++) {
+      const lines: Array<string> = []
+      logs.push(lines)
       gateways.push(await Support.start({
         script: () => "Report ready.",
         home,
+        logger: logger(lines),
         config: {
           database: { url },
           gateway: { scheduler_poll_seconds: 1, cluster: { runner_port: await freePort(), health_check_seconds: 1 } }
@@ -66,21 +80,34 @@ describe.skipIf("skip" in pg)("a scheduled run started and not made durable, in 
     Postgres.psql(url, "INSERT INTO antler_runs (run_id, thread_id, status, stop_reason, started_at, ended_at, error, " +
       `metadata) VALUES ('${runId}', '${thread}', 'running', NULL, '${at}', NULL, NULL, '{}')`)
 
+    // (what a failure shows: the run's records and the thread's lease in the database, each gateway's log and the
+    // model's requests)
+    const evidence = () =>
+      [
+        `runs: ${Postgres.psql(url, `SELECT run_id, status, started_at, ended_at, metadata FROM antler_runs ` +
+          `WHERE thread_id = '${thread}'`)}`,
+        `lease: ${Postgres.psql(url, `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = ` +
+          `'${thread}'`)}`,
+        ...gateways.map((g, i) =>
+          `--- gateway ${i} (${g.url}), asked ${g.scripted.requests.length} times:\n${logs[i]!.join("\n")}`
+        )
+      ].join("\n")
     const runs = await eventually(async () => {
       const found = await api(a, "GET", `/api/scheduled-tasks/${task.id}/runs`)
       return Array.isArray(found) && found[0]?.status === "success" ? found : undefined
-    }, "the task's run ended", { tries: 1800 })
+    }, () => `the task's run ended\n${evidence()}`, { tries: 1800 })
     assert.deepStrictEqual(runs.map((r: any) => [r.id, r.run_id, r.status]), [[rowId, runId, "success"]])
     const record = await api(a, "GET", `/threads/${thread}/runs/${runId}`)
-    assert.strictEqual(record.status, "success")
+    assert.strictEqual(record.status, "success", evidence())
     // the run ran once: its prompt and its answer once in the thread, the model asked once
     const state = await api(a, "GET", `/threads/${thread}/state`)
     assert.deepStrictEqual(
       Support.visible(state.values.messages).map((m: any) => [m.type, m.content]),
-      [["human", "Write the yearly report"], ["ai", "Report ready."]]
+      [["human", "Write the yearly report"], ["ai", "Report ready."]],
+      evidence()
     )
     const asked = gateways.flatMap((g) => g.scripted.requests)
       .filter((r) => JSON.stringify(r.messages).includes("Write the yearly report"))
-    assert.strictEqual(asked.length, 1)
+    assert.strictEqual(asked.length, 1, evidence())
   }, 180_000)
 })

@@ -41,6 +41,7 @@ import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
 import * as FrameMirror from "../FrameMirror.js"
+import { LeaseTtl } from "../RunLease.js"
 import * as RunRecords from "../RunRecords.js"
 import * as Runs from "../Runs.js"
 import * as RunSettling from "../RunSettling.js"
@@ -151,6 +152,7 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
   Effect.gen(function*() {
     const local = yield* LocalRuns
     const store = yield* ThreadStore
+    const ttlMs = yield* LeaseTtl
     /**
      * The answer to a run's durable message: its end. Interrupted first (this runner stops, or gives the thread's
      * shard to a runner that joined, and the run did not end within `drain_seconds`: the engine interrupts the
@@ -227,21 +229,26 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
               yield* Effect.sleep("1 second")
               continue
             }
-            const probe = `resume-probe-${payload.runId}`
+            // the thread's lease, taken under the run's own id for a lease's life and kept until the resumed run
+            // renews it: no other runner resumes the run meanwhile (a second delivery of this message, the
+            // thread's shard moving), and the run's record read once it is held is its last (a runner records a
+            // run's end before it gives the lease back)
             const now = yield* Clock.currentTimeMillis
             const holder = yield* Effect.orElseSucceed(
-              store.acquireLease({ threadId: request.threadId, runId: probe, ttlMs: 1, now }),
+              store.acquireLease({ threadId: request.threadId, runId: payload.runId, ttlMs, now }),
               () => ({ run_id: "unknown" })
             )
             if (holder === undefined) {
-              // (read again: its runner may have ended it, and released the thread, since it was read above)
+              // (this process's lease: a run of that id resumed here meanwhile, by another delivery, holds it too)
+              const here = local.get(payload.runId)
+              if (here !== undefined) return yield* untilDone(here)
               const current = yield* RunRecords.latest(store, payload.runId)
               const settling = current !== undefined && RunRecords.unfinished(current) &&
                 RunSettling.of(current) !== undefined
               const ended = settling ? yield* Effect.either(RunSettling.interrupted(store, current!)) : undefined
-              yield* Effect.ignore(store.releaseLease(request.threadId, probe))
-              if (current !== undefined && !RunRecords.unfinished(current)) return current
-              if (ended === undefined) break
+              if ((current === undefined || RunRecords.unfinished(current)) && ended === undefined) break
+              yield* Effect.ignore(store.releaseLease(request.threadId, payload.runId))
+              if (ended === undefined) return current!
               if (Either.isRight(ended)) {
                 yield* Effect.logWarning(`run ${payload.runId}: its runner died while it settled; ended, not resumed`)
                 return ended.right
@@ -255,8 +262,15 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
             const problem = unwired.left.problem
             yield* Effect.logWarning(`run ${payload.runId}: resumed without its request's secrets: ${problem}`)
           }
-          const run = yield* local.resume(request, payload.runId)
-          return yield* untilDone(run)
+          // (another delivery of this message resumed it here meanwhile, under the same lease, this process's: that
+          // run is followed; one that ended meanwhile is not run again, see `RunStart.resume`)
+          const resumed = yield* Effect.either(local.resume(request, payload.runId))
+          if (Either.isRight(resumed)) return yield* untilDone(resumed.right)
+          const other = local.get(payload.runId)
+          if (other !== undefined) return yield* untilDone(other)
+          yield* Effect.ignore(store.releaseLease(request.threadId, payload.runId))
+          const last = yield* RunRecords.latest(store, payload.runId)
+          return yield* (last !== undefined && !RunRecords.unfinished(last) ? Effect.succeed(last) : resumed.left)
         }))
     })
   }),
