@@ -6,7 +6,7 @@
  * most of them (the ancestor of their processes) is killed with SIGKILL, a replacement starts at once (as a
  * supervisor restarts it; there are always survivors) and the commands are released. Every run ends `success` on
  * the survivors; its first step is in its thread once; every command ran once; a command whose process died is
- * answered "interrupted" in its thread, paired with its call, the others with their real output.
+ * answered "interrupted" in its thread, paired with its call, the others of runs never resumed with their real output.
  *
  * And the ids of a resumed run's events: a client that followed a run until its runner died and joins again with
  * the `Last-Event-ID` it had sees none again and none going back, from the resumed attempt's first event.
@@ -137,7 +137,30 @@ const cluster = async () => {
     const file = Path.join(workspace(threadId), "ran.txt")
     return Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : []
   }
-  return { scripted, start, workspace, ranBy }
+  return { dbUrl, scripted, start, workspace, ranBy }
+}
+
+/**
+ * What a failed check of run `runId` shows, to tell its causes apart: its record and its thread's lease in the
+ * database, and what each runner (`servers`, live or killed) logged of it, of its thread, of its shards or of leases.
+ */
+const evidence = (
+  dbUrl: string,
+  servers: ReadonlyArray<{ readonly child: { readonly pid?: number | undefined }; readonly output: () => string }>,
+  threadId: string,
+  runId: string
+) => {
+  const record = Postgres.psql(dbUrl, `SELECT status, started_at, ended_at, metadata FROM antler_runs ` +
+    `WHERE run_id = '${runId}'`)
+  const lease = Postgres.psql(dbUrl, `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = ` +
+    `'${threadId}'`)
+  const relevant = /shard|handed|drain|lapse|lease|resum|runner/i
+  const logged = servers.map((s) =>
+    `--- runner ${s.child.pid}:\n` + s.output().split("\n")
+      .filter((line) => line.includes(runId) || line.includes(threadId) || relevant.test(line))
+      .slice(-60).join("\n")
+  )
+  return [`run ${runId} on ${threadId}: ${record}`, `lease: ${lease}`, ...logged].join("\n")
 }
 
 /** Kills `victim` with SIGKILL and waits until it is gone. */
@@ -149,7 +172,7 @@ const kill = async (victim: Started) => {
 
 describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-call", () => {
   it("every run ends on the survivors; no step lost, no tool run twice, interrupted calls marked", async () => {
-    const { ranBy, scripted, start, workspace } = await cluster()
+    const { dbUrl, ranBy, scripted, start, workspace } = await cluster()
     // (both at once, on a fresh database)
     let live: Array<Started> = await Promise.all([start(), start()])
     let interrupted = 0
@@ -209,11 +232,19 @@ describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-cal
 
       for (const { threadId, runId } of batch) {
         const record = records.get(runId)
-        assert.strictEqual(record.status, "success", JSON.stringify(record))
+        const i = batch.findIndex((b) => b.runId === runId)
+        const shown = () =>
+          `round ${round}, job ${i}: its command ran in ${pids[i]}, process ${killedPid} killed\n` +
+          evidence(dbUrl, suite.servers, threadId, runId)
+        assert.strictEqual(record.status, "success", `${JSON.stringify(record)}\n${shown()}`)
         const state = await getJson(`${survivor.url}/threads/${threadId}/state`)
         const visible = Support.visible(state.values.messages)
         // the first step once, the command's call once, its one result paired with it, the answer
-        assert.deepStrictEqual(visible.map((m: any) => m.type), ["human", "ai", "tool", "ai", "tool", "ai"])
+        assert.deepStrictEqual(
+          visible.map((m: any) => m.type),
+          ["human", "ai", "tool", "ai", "tool", "ai"],
+          shown()
+        )
         assert.strictEqual(visible[1].tool_calls[0].name, "write_file")
         assert.strictEqual(visible[2].tool_call_id, visible[1].tool_calls[0].id)
         assert.strictEqual(visible[3].tool_calls.length, 1)
@@ -221,15 +252,23 @@ describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-cal
         assert.strictEqual(visible[4].tool_call_id, visible[3].tool_calls[0].id)
         assert.strictEqual(visible[5].content, "Job done.")
         assert.strictEqual(Fs.readFileSync(Path.join(workspace(threadId), "part1.md"), "utf8"), "part one\n")
-        // the command ran once; interrupted exactly when its process was killed
+        // the command ran once; interrupted when its process was killed, its real output when its run was never
+        // resumed. (A live runner also hands its runs over, to be resumed, when its shard locks' refresh is not
+        // answered within its heartbeat, 3 s here: under load, "Shard lock storage is unhealthy" in its log. Such a
+        // run's command, killed with its hand-over, is answered "interrupted" too, and runs once all the same.)
         const ran = ranBy(threadId)
-        assert.strictEqual(ran.length, 1, `thread ${threadId} ran the command ${ran.length} times`)
-        assert.deepStrictEqual(ran, [`job-${round}-${batch.findIndex((b) => b.runId === runId)}`])
-        if (pids[batch.findIndex((b) => b.runId === runId)] === killedPid) {
+        assert.strictEqual(ran.length, 1, `thread ${threadId} ran the command ${ran.length} times\n${shown()}`)
+        assert.deepStrictEqual(ran, [`job-${round}-${i}`])
+        const resumed = Postgres.psql(dbUrl, `SELECT metadata::jsonb ? 'resumes' FROM antler_runs ` +
+          `WHERE run_id = '${runId}'`) === "t"
+        if (pids[i] === killedPid) {
           interrupted++
-          assert.include(visible[4].content, "interrupted")
+          assert.isTrue(resumed, shown())
+          assert.include(visible[4].content, "interrupted", shown())
+        } else if (!resumed) {
+          assert.include(visible[4].content, "released", shown())
         } else {
-          assert.include(visible[4].content, "released")
+          assert.match(visible[4].content, /released|interrupted/, shown())
         }
       }
       live = [...survivors, await replacement]
