@@ -160,11 +160,8 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
      * completed step, left `running` with the thread's lease released; the engine leaves the message unanswered
      * in the database for the thread's next runner, which resumes the run under its id.
      */
-    const untilDone = (run: Runs.ActiveRun) =>
+    const endOf = (run: Runs.ActiveRun) =>
       Deferred.await(run.done).pipe(
-        // (a run that ended here unfinished, handed over with the run ahead of it, is not answered: the message
-        // stays for the thread's next runner)
-        Effect.flatMap((record) => (RunRecords.unfinished(record) ? Effect.never : Effect.succeed(record))),
         Effect.onInterrupt(() =>
           local.handOver === undefined ? Effect.void : local.handOver(run.runId).pipe(
             Effect.tap((handed) =>
@@ -173,6 +170,10 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
           )
         )
       )
+    // (a run that ended here unfinished, handed over with the run ahead of it, is not answered: the message stays for
+    // the thread's next runner)
+    const untilDone = (run: Runs.ActiveRun) =>
+      Effect.flatMap(endOf(run), (record) => (RunRecords.unfinished(record) ? Effect.never : Effect.succeed(record)))
     return ThreadEntity.of({
       Start: ({ payload }) =>
         withTraceOf(
@@ -239,14 +240,33 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
               () => ({ run_id: "unknown" })
             )
             if (holder === undefined) {
-              // (this process's lease: a run of that id resumed here meanwhile, by another delivery, holds it too)
+              // (this process's lease: a run of that id here holds it too, resumed by another delivery of this
+              // message, which is followed to its end, or one being handed over, after which the run is resumed)
               const here = local.get(payload.runId)
-              if (here !== undefined) return yield* untilDone(here)
+              const followed = here === undefined ? undefined : yield* endOf(here)
+              if (followed !== undefined && !RunRecords.unfinished(followed)) return followed
+              if (followed !== undefined) {
+                yield* Effect.sleep("1 second")
+                continue
+              }
               const current = yield* RunRecords.latest(store, payload.runId)
               const settling = current !== undefined && RunRecords.unfinished(current) &&
                 RunSettling.of(current) !== undefined
               const ended = settling ? yield* Effect.either(RunSettling.interrupted(store, current!)) : undefined
-              if ((current === undefined || RunRecords.unfinished(current)) && ended === undefined) break
+              if ((current === undefined || RunRecords.unfinished(current)) && ended === undefined) {
+                yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
+                if (Either.isLeft(unwired)) {
+                  const problem = unwired.left.problem
+                  yield* Effect.logWarning(`run ${payload.runId}: resumed without its request's secrets: ${problem}`)
+                }
+                // (one that ended meanwhile, resumed here by another delivery, is not run again: `RunStart.resume`)
+                const resumed = yield* Effect.either(local.resume(request, payload.runId))
+                if (Either.isRight(resumed)) return yield* untilDone(resumed.right)
+                if (local.get(payload.runId) !== undefined) continue
+                yield* Effect.ignore(store.releaseLease(request.threadId, payload.runId))
+                const last = yield* RunRecords.latest(store, payload.runId)
+                return yield* (last !== undefined && !RunRecords.unfinished(last) ? Effect.succeed(last) : resumed.left)
+              }
               yield* Effect.ignore(store.releaseLease(request.threadId, payload.runId))
               if (ended === undefined) return current!
               if (Either.isRight(ended)) {
@@ -257,20 +277,6 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
             }
             yield* Effect.sleep("1 second")
           }
-          yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
-          if (Either.isLeft(unwired)) {
-            const problem = unwired.left.problem
-            yield* Effect.logWarning(`run ${payload.runId}: resumed without its request's secrets: ${problem}`)
-          }
-          // (another delivery of this message resumed it here meanwhile, under the same lease, this process's: that
-          // run is followed; one that ended meanwhile is not run again, see `RunStart.resume`)
-          const resumed = yield* Effect.either(local.resume(request, payload.runId))
-          if (Either.isRight(resumed)) return yield* untilDone(resumed.right)
-          const other = local.get(payload.runId)
-          if (other !== undefined) return yield* untilDone(other)
-          yield* Effect.ignore(store.releaseLease(request.threadId, payload.runId))
-          const last = yield* RunRecords.latest(store, payload.runId)
-          return yield* (last !== undefined && !RunRecords.unfinished(last) ? Effect.succeed(last) : resumed.left)
         }))
     })
   }),
