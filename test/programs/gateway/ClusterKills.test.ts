@@ -186,7 +186,13 @@ describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-cal
           assistant_id: "lead_agent",
           input: { messages: [{ type: "human", content: `Job ${round}.${i}` }] }
         })
-        assert.strictEqual(response.status, 200, await response.clone().text())
+        // (a refusal shows each runner's log of shards and leases: a request interrupted with its runner's entity is a
+        // 503 without a body)
+        assert.strictEqual(response.status, 200, `${await response.clone().text()}\n${
+          suite.servers.map((s) => `--- runner ${s.child.pid}:\n${
+            s.output().split("\n").filter((line) => /ERROR|shard|lease|handed/i.test(line)).slice(-30).join("\n")
+          }`).join("\n")
+        }`)
         const run = await response.json() as any
         batch.push({ threadId: thread.thread_id, runId: run.run_id })
       }
