@@ -286,7 +286,7 @@ describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-cal
   }, 600_000)
 
   it("a client joining after a failover with the Last-Event-ID it had sees no id again, none going back", async () => {
-    const { ranBy, start } = await cluster()
+    const { dbUrl, ranBy, start } = await cluster()
     const [a, b] = await Promise.all([start(), start()])
     const thread = await (await post(a.url, "/threads", {})).json() as any
     const run = await (await post(a.url, `/threads/${thread.thread_id}/runs`, {
@@ -328,7 +328,11 @@ describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-cal
     // the resumed attempt from its start: its metadata, the call answered interrupted, the answer, the end
     assert.deepStrictEqual(rest[0]!.event, "metadata")
     assert.deepStrictEqual((rest[0]!.data as any).run_id, run.run_id)
-    assert.strictEqual((rest[0]!.data as any).attempt, 2)
+    assert.strictEqual(
+      (rest[0]!.data as any).attempt,
+      2,
+      `${rest.map((e) => e.event).join(", ")}\n${evidence(dbUrl, suite.servers, thread.thread_id, run.run_id)}`
+    )
     const values = rest.filter((e) => e.event === "values").at(-1)!.data as any
     const visible = Support.visible(values.messages)
     assert.deepStrictEqual(visible.map((m: any) => m.type), ["human", "ai", "tool", "ai", "tool", "ai"])
