@@ -27,7 +27,7 @@ import type { AIMessage, JsonObject, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { Redactor } from "../state/Redact.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
-import * as DurableContext from "./DurableContext.js"
+import * as DelegationLedger from "./DelegationLedger.js"
 import * as HardStop from "./HardStop.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
@@ -35,7 +35,7 @@ import * as Chain from "./Chain.js"
 import * as TaskToolText from "./TaskToolText.js"
 
 /** The name of the tool. */
-export const TASK_TOOL = DurableContext.TASK_TOOL
+export const TASK_TOOL = DelegationLedger.TASK_TOOL
 
 /** Name of the custom event (and of the hidden warning message) sent when task calls are cut. */
 export const LIMIT_EVENT = "subagent_limit"
@@ -176,7 +176,7 @@ export const taskTool = (options: TaskOptions): Tool.Tool<typeof TaskArgs.Type> 
         const context = yield* RunContext
         const state = yield* RunState
         const createdAt = yield* now
-        const entry = DurableContext.pendingEntry(call, context.runId, createdAt)
+        const entry = DelegationLedger.pendingEntry(call, context.runId, createdAt)
         const ended = yield* options.runner.run({
           toolCallId: call.id,
           description: args.description,
@@ -199,7 +199,7 @@ export const taskTool = (options: TaskOptions): Tool.Tool<typeof TaskArgs.Type> 
           status: outcome.status === "completed" ? "success" : "error",
           additional_kwargs: SubagentStatus.metadata(outcome)
         })
-        return { message, update: { delegations: [DurableContext.settle(entry, message)] } }
+        return { message, update: { delegations: [DelegationLedger.settle(entry, message)] } }
       })
   })
 

@@ -1,11 +1,11 @@
 /**
  * DeerFlow's test_delegation_ledger, case by case: the ledger the thread keeps of the lead agent's `task` calls
- * (`delegations` in the state: `Reducers.mergeDelegations`, DurableContext's `extractDelegations`) and the text the
+ * (`delegations` in the state: `Reducers.mergeDelegations`, DelegationLedger's `extractDelegations`) and the text the
  * model reads of it (`renderLedger`). Two cases differ deliberately (docs/deerflow.md, "A task result without the
  * status contract still settles its delegation"): a result without `subagent_status` settles the entry.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as DurableContext from "../../src/middleware/DurableContext.js"
+import * as DelegationLedger from "../../src/middleware/DelegationLedger.js"
 import type { Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
 import { isTerminal, MAX_DELEGATIONS, mergeDelegations } from "../../src/state/Reducers.js"
@@ -29,7 +29,7 @@ const taskCall = (id: string, description: string, subagentType = "general-purpo
 const result = (toolCallId: string, content: string, id?: string, kwargs: Record<string, string> = {}) =>
   M.tool(content, toolCallId, { ...(id !== undefined ? { id } : {}), name: "task", additional_kwargs: kwargs })
 
-const extract = (messages: ReadonlyArray<Message>) => DurableContext.extractDelegations(messages, undefined, CREATED)
+const extract = (messages: ReadonlyArray<Message>) => DelegationLedger.extractDelegations(messages, undefined, CREATED)
 
 describe("test_delegation_ledger", () => {
   it("test_terminal_statuses_derived_from_status_contract", () => {
@@ -269,25 +269,25 @@ const done = (id: string, status: DelegationStatus, description: string, brief: 
 
 describe("test_delegation_ledger: TestRenderDelegationLedger", () => {
   it("test_empty_returns_empty_string", () => {
-    assert.strictEqual(DurableContext.renderLedger([]), "")
+    assert.strictEqual(DelegationLedger.renderLedger([]), "")
   })
 
   it("test_renders_in_progress_entry", () => {
-    const out = DurableContext.renderLedger([entry("call_0", "in_progress", "research auth")])
+    const out = DelegationLedger.renderLedger([entry("call_0", "in_progress", "research auth")])
     assert.include(out, "research auth")
     assert.include(out, "already delegated")
     assert.include(out, "do NOT delegate")
   })
 
   it("test_renders_completed_entry_with_status_and_result", () => {
-    const out = DurableContext.renderLedger([done("call_1", "completed", "research auth", "auth uses JWT")])
+    const out = DelegationLedger.renderLedger([done("call_1", "completed", "research auth", "auth uses JWT")])
     for (const part of ["do NOT delegate", "research auth", "general-purpose", "auth uses JWT", "completed"]) {
       assert.include(out, part)
     }
   })
 
   it("test_renders_capped_completion_with_cap_guidance", () => {
-    const out = DurableContext.renderLedger([
+    const out = DelegationLedger.renderLedger([
       done("call_capped", "completed", "deep research", "investigated 3 of 5 sources", { stop_reason: "turn_capped" })
     ])
     assert.include(out, "guardrail cap")
@@ -296,7 +296,7 @@ describe("test_delegation_ledger: TestRenderDelegationLedger", () => {
   })
 
   it("test_failed_and_cancelled_entries_are_rendered_as_retryable_attempts_not_reusable_results", () => {
-    const out = DurableContext.renderLedger([
+    const out = DelegationLedger.renderLedger([
       done("call_failed", "failed", "research auth", "network timeout"),
       done("call_cancelled", "cancelled", "write report", "Task cancelled by user")
     ])
@@ -307,7 +307,7 @@ describe("test_delegation_ledger: TestRenderDelegationLedger", () => {
   })
 
   it("test_render_escapes_untrusted_entry_fields", () => {
-    const out = DurableContext.renderLedger([
+    const out = DelegationLedger.renderLedger([
       done(
         "call_1",
         "completed",
@@ -321,14 +321,14 @@ describe("test_delegation_ledger: TestRenderDelegationLedger", () => {
 
   it("test_render_applies_total_context_budget", () => {
     const entries = Array.from({ length: 20 }, (_, i) => done(`call_${i}`, "completed", `task ${i}`, "x".repeat(600)))
-    const out = DurableContext.renderLedger(entries, 1200)
+    const out = DelegationLedger.renderLedger(entries, 1200)
     assert.isAtMost(out.length, 1200)
     assert.include(out, "omitted from this model view")
   })
 
   it("test_budgeted_render_keeps_newest_delegations", () => {
     const entries = Array.from({ length: 12 }, (_, i) => done(`call_${i}`, "completed", `task ${i}`, "x".repeat(350)))
-    const out = DurableContext.renderLedger(entries, 900)
+    const out = DelegationLedger.renderLedger(entries, 900)
     assert.isAtMost(out.length, 900)
     assert.include(out, "task 11")
     assert.include(out, "task 10")
@@ -342,7 +342,7 @@ describe("test_delegation_ledger: TestRenderDelegationLedger", () => {
 // was not DeerFlow's.
 describe("test_delegation_ledger: the ledger in DeerFlow's words", () => {
   it("the explanatory line and each status's guidance are DeerFlow's", () => {
-    const lines = DurableContext.renderLedger([
+    const lines = DelegationLedger.renderLedger([
       entry("a", "in_progress", "A"),
       entry("b", "completed", "B"),
       entry("c", "failed", "C"),
