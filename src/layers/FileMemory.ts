@@ -8,16 +8,16 @@
  *   one, never a mix. Read-modify-write cycles hold a lock file (`memory.json.lock`, with the holder's pid: a
  *   lock left by a dead process is taken over), so two processes do not lose each other's updates
  *   (`memory/MemoryFile.ts`).
- * - Updates go through one queue per app (this layer): after a run, its conversation waits
+ * - Updates go through one queue per app (`memory/UpdateQueue.ts`): after a run, its conversation waits
  *   `debounce_seconds` (a new run of the same thread restarts the wait and replaces it); then one internal
  *   model call (`internal: "memory"`, never streamed) reads the current memory and the turns not read yet
  *   (a watermark per thread) and answers with the changes, which are applied (through DeerMem's write gate:
  *   only what the model labels as the user's, durable and descriptive, with one warning naming what it refused;
  *   confident facts only, at most `max_facts`; DeerMem's staleness review of the facts past their window, see
- *   `state/MemoryStaleness.ts`, with one line naming what it removed or extended) and stored. Its token usage
- *   is added to the thread under the purpose `memory`. A failed update changes nothing and is retried with the
- *   thread's next run. When the app ends, pending updates run within `shutdown_flush_timeout_seconds`; when it
- *   is stopped (a signal), within `STOP_FLUSH_SECONDS`.
+ *   `state/MemoryStaleness.ts`, with one line naming what it removed or extended) and stored
+ *   (`memory/MemoryUpdate.ts`). Its token usage is added to the thread under the purpose `memory`. A failed update
+ *   changes nothing and is retried with the thread's next run. When the app ends, pending updates run within
+ *   `shutdown_flush_timeout_seconds`; when it is stopped (a signal), within `STOP_FLUSH_SECONDS`.
  * - What is stored is bounded and holds no secret: every write is redacted (the configured keys) and cut to
  *   `max_facts`, `max_fact_chars` and `max_summary_chars` (see `state/MemoryLimits.ts`), and so is every file
  *   read (one written by hand or by an older version), with one warning naming what was cut.
@@ -27,33 +27,24 @@
  * - Beside each memory, under its lock, DeerMem's recall records (what `memory_search` returned, for `hybrid-v1`)
  *   and eviction audit (what `max_facts` left out at each write): `memory/Sidecars.ts`.
  */
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { randomUUID } from "node:crypto"
 import { AppConfigService } from "../services/AppConfig.js"
-import * as DetachedCall from "../services/DetachedCall.js"
 import type { MemoryConfig } from "../services/AppConfig.js"
 import { Memory } from "../services/Memory.js"
-import type { Pending, Scope as MemoryScope, Service } from "../services/Memory.js"
+import type { Scope as MemoryScope, Service } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
-import type { ModelRequest } from "../services/ModelService.js"
 import * as Tracing from "../services/Tracing.js"
 import { ThreadStore } from "../services/ThreadStore.js"
-import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import * as MemoryAudit from "../state/MemoryAudit.js"
 import type * as MemoryCapacity from "../state/MemoryCapacity.js"
 import type * as MemoryEviction from "../state/MemoryEviction.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
-import * as MemoryTemplate from "../state/MemoryTemplate.js"
 import * as MemoryRecall from "../state/MemoryRecall.js"
 import * as Redact from "../state/Redact.js"
 import * as Tokens from "../state/Tokens.js"
@@ -64,7 +55,9 @@ import type { Settings } from "./memory/Settings.js"
 import { settingsOf } from "./memory/Settings.js"
 import { dirOf } from "./memory/YamlFiles.js"
 import { fileOf, readCapped, rootOf, withLock, writeDocument } from "./memory/MemoryFile.js"
+import * as MemoryUpdate from "./memory/MemoryUpdate.js"
 import * as Sidecars from "./memory/Sidecars.js"
+import * as UpdateQueue from "./memory/UpdateQueue.js"
 
 export { removeStaleTemps, writeTextAtomic } from "./memory/AtomicFile.js"
 export {
@@ -78,6 +71,8 @@ export {
   writeDocument
 } from "./memory/MemoryFile.js"
 export { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
+export { updateRequest } from "./memory/MemoryUpdate.js"
+export { STOP_FLUSH_SECONDS } from "./memory/UpdateQueue.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The files (where they are, reading, writing, the lock) are `memory/MemoryFile.ts`; what the service adds to them
@@ -103,44 +98,8 @@ const breathe: Effect.Effect<void> = Effect.async<void>((resume) => {
 /** Characters tokenized between two yields to the event loop while a memory block is prepared (tens of ms). */
 const WARM_SLICE_CHARS = 4096
 
-/**
- * How long pending updates may take when the app is stopped (a signal: SIGTERM, Ctrl-C) rather than ending by
- * itself: the process must end within about two seconds of the signal. What is dropped is read again after the
- * thread's next run (its watermark did not move).
- */
-export const STOP_FLUSH_SECONDS = 0.5
-
 // ---------------------------------------------------------------------------------------------------------
 // The service
-
-/** The internal request of a memory update: its prompt, or a template of `prompts_dir` rendered. */
-export const updateRequest = (
-  prompt: string | MemoryTemplate.RenderedUpdate,
-  modelName: string | undefined
-): ModelRequest => ({
-  systemPrompt: typeof prompt === "string" ? undefined : prompt.system,
-  messages: typeof prompt === "string" ? [M.human(prompt)] : prompt.user.map((text) => M.human(text)),
-  tools: [],
-  settings: { modelName },
-  internal: "memory"
-})
-
-/** The services the memory update's model call needs outside any run (see `DetachedCall`). */
-const callServices = (threadId: string, userId: string, modelName: string | undefined) =>
-  DetachedCall.services({ threadId, runId: `memory-${randomUUID()}`, userId, modelName })
-
-const keyOf = (p: Pending) => JSON.stringify([p.threadId, p.userId, p.agentName ?? null])
-
-// a conversation in the update queue, with the settings its update reads
-interface Queued {
-  readonly item: Pending
-  readonly settings: Settings
-  /**
-   * The signals of the thread's conversation at each run queued for it (DeerMem's queue keeps those of a run it
-   * replaces): its update's hints name them, and reinforce with them.
-   */
-  readonly signals: ReadonlySet<MemoryDoc.Signal>
-}
 
 /** Options of `make`. */
 export interface Options {
@@ -177,15 +136,12 @@ export const make = (
     const root = rootOf(app)
     const filename = started.config.backend_config.manifest_filename
     const redact = options.redact ?? defaultRedactor(app)
-    const scope = yield* Effect.scope
     // DeerMem's own files, read now (an agent's prompt when first used), with one warning for what is not used; an
     // edit of their folders is taken at the next start (`LiveConfig.STARTUP_ONLY`)
     const enabled = started.config.enabled
     const dirs = started.config.backend_config
     const patterns = enabled ? yield* PatternFiles.load(dirOf(app, dirs.patterns_dir)) : undefined
     const prompts = yield* PromptFiles.make(enabled ? dirOf(app, dirs.prompts_dir) : undefined)
-    // the settings of the last conversation queued (what the app's stop reads: `shutdown_flush_timeout_seconds`)
-    let latest = started
     const countOf = (st: Settings) =>
       st.config.backend_config.token_counting === "char" ? Tokens.estimateText : Tokens.countText
 
@@ -194,12 +150,10 @@ export const make = (
       onRight: Effect.succeed
     })
 
-    const whose = (s: MemoryScope) =>
-      s.agentName === undefined ? `user ${s.userId}` : `agent ${s.agentName} of user ${s.userId}`
-
     const warnCut = (st: Settings, s: MemoryScope, cut: ReadonlyArray<string>, note = "") =>
       cut.length === 0 ? Effect.void : Effect.logWarning(
-        `Memory of ${whose(s)} over its limits (memory.backend_config: max_facts ${st.limits.maxFacts}, ` +
+        `Memory of ${MemoryUpdate.whose(s)} over its limits ` +
+          `(memory.backend_config: max_facts ${st.limits.maxFacts}, ` +
           `max_fact_chars ${st.limits.maxFactChars}, max_summary_chars ${st.limits.maxSummaryChars})${note}; cut: ` +
           cut.join("; ")
       )
@@ -328,205 +282,23 @@ export const make = (
           Effect.catchAll((error) => Effect.as(Effect.logWarning(`Memory not injected: ${error.message}`), ""))
         )
 
-    // recorded on the thread only while it exists: a stateless run's thread is deleted when the run ends, and an
-    // append would make it again (an empty thread nobody made); not when the runs' usage is not tracked
-    // (`run_events.track_token_usage: false`, as of the start)
-    const track = app.config.run_events.track_token_usage
-    const recordUsage = (item: Pending, usage: M.UsageMetadata | undefined, modelName: string) =>
-      usage === undefined || !track ? Effect.void : Effect.flatMap(store.info(item.threadId), (info) =>
-        Option.isNone(info) ? Effect.void : store.append(item.threadId, `memory-${randomUUID()}`, [{
-        token_usage: [{
-          model: modelName,
-          purpose: "memory",
-          input_tokens: usage.input_tokens,
-          output_tokens: usage.output_tokens,
-          total_tokens: usage.total_tokens
-        }]
-      }])).pipe(Effect.catchAll((error) => Effect.logWarning(`Memory token usage not recorded: ${error.message}`)))
-
-    /** One update: the unread turns of the item, one model call, the changes applied and stored (its settings). */
-    const update = ({ item, settings: st, signals }: Queued) =>
-      Effect.gen(function*() {
-        const { consolidation, limits, staleness } = st
-        const backend = st.config.backend_config
-        const s: MemoryScope = { userId: item.userId, agentName: item.agentName }
-        const before = (yield* read(st, s)).value
-        const watermark = item.immediate ? undefined : before.threads[item.threadId]
-        const turns = MemoryDoc.conversation(item.messages, watermark, patterns?.trivial)
-        if (turns.length === 0) return
-        const configured = st.config.model_name ?? undefined
-        // (`memory.model_name` the user's role may not use: the run's model, which it may; none: no update)
-        const passedOver = configured !== undefined && item.allows !== undefined && !(yield* item.allows(configured))
-        const modelName = passedOver ? item.modelName : configured ?? item.modelName
-        if (passedOver) {
-          yield* Effect.logInfo(
-            `Memory update: memory.model_name ${configured} is not available for the user's role` +
-              (modelName === undefined ? "; not updated" : `; ${modelName} is used`)
-          ).pipe(Effect.annotateLogs({ thread: item.threadId }))
-          if (modelName === undefined) return
-        }
-        const templates = yield* prompts.templates(item.agentName)
-        const { consolidation: merging, staleness: stale, update: template } = templates
-        const options: MemoryDoc.PromptOptions = {
-          threshold: backend.fact_confidence_threshold,
-          consolidation,
-          staleness,
-          now: yield* Clock.currentTimeMillis,
-          patterns,
-          signals,
-          sections: {
-            staleness: stale === undefined
-              ? undefined
-              : (facts) => MemoryTemplate.renderText(stale, { stale_facts: facts }),
-            consolidation: merging === undefined
-              ? undefined
-              : (groups, most) =>
-                MemoryTemplate.renderText(merging, { consolidation_groups: groups, max_groups: String(most) })
-          }
-        }
-        const prompt = template === undefined
-          ? MemoryDoc.updatePrompt(before, turns, options)
-          : MemoryTemplate.renderUpdate(template, MemoryDoc.updateVariables(before, turns, options))
-        const response = yield* model.generate(updateRequest(prompt, modelName)).pipe(
-          Effect.provide(callServices(item.threadId, item.userId, modelName)),
-          Effect.withSpan("FileMemory.update", { attributes: { thread: item.threadId } })
-        )
-        const answer = response.message
-        const usedModel = String(answer.response_metadata?.model_name ?? modelName ?? "unknown")
-        yield* recordUsage(item, answer.usage_metadata, usedModel)
-        // the answer is untrusted: no more facts than can be kept are decoded, and what is kept is cut to its limits
-        const json = MemoryDoc.updateJson(M.text(answer))
-        const raw = Either.map(json, (value) => MemoryLimits.capRawUpdate(value, limits))
-        const decoded = Either.flatMap(raw, (r) => MemoryDoc.decodeUpdate(r.value))
-        if (Either.isLeft(decoded)) {
-          return yield* Effect.logWarning(`Memory not updated for thread ${item.threadId}: ${decoded.left}`)
-        }
-        // redacted before it is cut: a key cut in half would no longer be recognised
-        const capped = MemoryLimits.capUpdate(redact.value(decoded.right), limits)
-        const excess = Either.isRight(raw) ? raw.right.cut : []
-        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-        const last = MemoryDoc.lastMessageId(item.messages)
-        const [refused, review] = yield* write(st, s, (doc, usage) => {
-          const applied = MemoryDoc.applyUpdateGated(doc, capped.value, {
-            usage,
-            shadow: st.limits.shadow,
-            now,
-            maxFacts: backend.max_facts,
-            threshold: backend.fact_confidence_threshold,
-            newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
-            source: item.threadId,
-            hybrid: st.hybrid,
-            signals,
-            consolidation,
-            staleness
-          })
-          let next = applied.value
-          if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)
-          return [[applied.refused, applied.staleness] as const, next, applied.capacity] as const
-        }, [...excess, ...capped.cut])
-        // what the model did not label as the user's, durable and descriptive is not stored, and said so
-        if (refused.length > 0) {
-          yield* Effect.logWarning(
-            `Memory of ${whose(s)} from thread ${item.threadId}: the write gate refused (a new fact is stored only ` +
-              `labelled scope user, durability durable, authority descriptive; a summary scope user, authority ` +
-              `descriptive; a removal scope user, with a reason): ${refused.join("; ")}`
-          )
-        }
-        // the ids only: the model's reasons may echo the conversation
-        const reviewed = [
-          review.removed.length === 0 ? "" : `removed ${review.removed.join(", ")}`,
-          review.extended.length === 0 ? "" : `extended ${review.extended.join(", ")}`,
-          review.ignored === 0 ? "" : `ignored ${review.ignored} decisions naming no fact due for review`
-        ].filter((part) => part !== "")
-        if (reviewed.length > 0) {
-          yield* Effect.logInfo(`Memory of ${whose(s)}: the staleness review ${reviewed.join("; ")}`)
-        }
-      }).pipe(
-        // Only a message: a logged cause object would escape the caller's log redaction (a server may echo keys).
-        Effect.catchAllCause((cause) => {
-          const error = Cause.squash(cause) as { message?: unknown }
-          const why = Cause.isInterruptedOnly(cause) ? "interrupted" : String(error?.message ?? error)
-          return Effect.logWarning(
-            `Memory not updated for thread ${item.threadId} (it is retried after its next run): ${why}`
-          )
-        })
-      )
-
-    // The queue: one pending update per (thread, user, agent), with the settings of the service that queued it; a
-    // debounce timer; one update at a time.
-    const pending = new Map<string, Queued>()
-    const urgent: Array<Queued> = []
-    const running = yield* Effect.makeSemaphore(1)
-    let timer: Fiber.RuntimeFiber<void, never> | undefined
-
-    // An item leaves the queue once its update is done: one interrupted (the app stopping) is still pending.
-    const drain = running.withPermits(1)(Effect.gen(function*() {
-      for (;;) {
-        const next: Queued | undefined = urgent[0] ?? pending.values().next().value
-        if (next === undefined) return
-        yield* update(next)
-        if (urgent[0] === next) urgent.shift()
-        else if (pending.get(keyOf(next.item)) === next) pending.delete(keyOf(next.item))
-      }
-    }))
-
-    const stopTimer = Effect.suspend(() => {
-      const current = timer
-      timer = undefined
-      return current === undefined ? Effect.void : Fiber.interrupt(current)
+    const update = MemoryUpdate.make({
+      model,
+      store,
+      trackUsage: app.config.run_events.track_token_usage,
+      patterns,
+      prompts,
+      redact,
+      read,
+      write
     })
-
-    const enqueue = (st: Settings, item: Pending): Effect.Effect<void> => {
-      if (!st.enabled || st.config.mode === "tool") return Effect.void
-      latest = st
-      const key = keyOf(item)
-      // the signals of the last six lines of the whole thread, with those of a run it replaces (DeerMem's)
-      const own = MemoryDoc.signalsOf(MemoryDoc.conversation(item.messages, undefined, patterns?.trivial), patterns)
-      const before = pending.get(key)?.signals
-      const queued: Queued = { item, settings: st, signals: before === undefined ? own : new Set([...before, ...own]) }
-      if (item.immediate) {
-        return Effect.asVoid(Effect.forkIn(Effect.zipRight(Effect.sync(() => void urgent.push(queued)), drain), scope))
-      }
-      const backend = st.config.backend_config
-      return Effect.gen(function*() {
-        // a full queue still takes a conversation whose user corrected, confirmed or told something (a signal, as
-        // DeerMem admits one): a later run may not say it again
-        const full = !pending.has(key) && backend.queue_max_depth > 0 && pending.size >= backend.queue_max_depth
-        if (full && own.size === 0) {
-          return yield* Effect.logWarning(
-            `Memory queue full (${backend.queue_max_depth} pending): thread ${item.threadId} is read after its next run`
-          )
-        }
-        pending.set(key, queued)
-        yield* stopTimer
-        // the timer only waits: stopping it never interrupts an update already running
-        const wait = Effect.sleep(`${backend.debounce_seconds} seconds`)
-        timer = yield* Effect.forkIn(Effect.zipRight(wait, Effect.asVoid(Effect.forkIn(drain, scope))), scope)
-      })
-    }
-
-    const flush = Effect.zipRight(stopTimer, drain)
-
-    // Finalizers run uninterruptibly; the flush must not (a model call forks a watchdog it interrupts, and the
-    // shutdown timeout interrupts the flush). An app stopped from outside (interrupted: a signal) must end at once:
-    // its flush gets `STOP_FLUSH_SECONDS` at most.
-    yield* Effect.addFinalizer((exit) =>
-      Effect.suspend(() => {
-        if (pending.size === 0 && urgent.length === 0) return Effect.void
-        const stopped = Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
-        const limit = latest.config.shutdown_flush_timeout_seconds
-        const seconds = stopped ? Math.min(STOP_FLUSH_SECONDS, limit) : limit
-        return Effect.interruptible(flush).pipe(
-          Effect.timeout(`${seconds} seconds`),
-          Effect.catchAll(() =>
-            Effect.logWarning(
-              "Memory updates still pending when the app stopped were dropped (their turns are read after their " +
-                "threads' next run)"
-            )
-          )
-        )
-      })
-    )
+    const queue = yield* UpdateQueue.make({
+      update,
+      // the signals of the last six lines of the whole thread
+      signalsOf: (item) =>
+        MemoryDoc.signalsOf(MemoryDoc.conversation(item.messages, undefined, patterns?.trivial), patterns),
+      started
+    })
 
     // Spans: `context` and `enqueue` come with every run, so theirs are made only when the app traces (see
     // `Tracing`); the others are the memory tools' and the CLI's.
@@ -540,9 +312,11 @@ export const make = (
       mode: st.config.mode,
       context: (s) => Tracing.withSpanWhenTraced(context(st, s), "FileMemory.context", { attributes: attributes(s) }),
       enqueue: (item) =>
-        Tracing.withSpanWhenTraced(enqueue(st, item), "FileMemory.enqueue", { attributes: { thread: item.threadId } }),
-      flush: Effect.withSpan(flush, "FileMemory.flush"),
-      pending: Effect.sync(() => pending.size + urgent.length),
+        Tracing.withSpanWhenTraced(queue.enqueue(st, item), "FileMemory.enqueue", {
+          attributes: { thread: item.threadId }
+        }),
+      flush: Effect.withSpan(queue.flush, "FileMemory.flush"),
+      pending: queue.pending,
       load: Effect.fn("FileMemory.load")(function*(s) {
         return yield* load(st, s)
       }),
