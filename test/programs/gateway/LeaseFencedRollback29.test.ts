@@ -7,30 +7,17 @@
  * Over HTTP, SQLite, the memory store and PostgreSQL; the run held at a gate just before its store's rollback, while
  * the test takes the lease as another run (its clock past the run's lease) and writes that run's step.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import * as Run from "../../../src/programs/Run.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
-import * as M from "../../../src/state/Message.js"
 import { gate } from "../../support/gate.js"
+import { gatewayOf, KINDS, NEW_ANSWER, OTHER, postgres, takeThread } from "../../support/leaseFence.js"
 import { eventually } from "../../support/poll.js"
-import * as Postgres from "../../support/postgres.js"
 import type { Answer } from "../../support/requests.js"
-import { as } from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const pg = await Postgres.start()
-if ("skip" in pg) console.warn(`[LeaseFencedRollback29] PostgreSQL skipped: ${pg.skip}`)
-afterAll(() => ("stop" in pg ? pg.stop() : undefined))
-
-const KINDS = ["sqlite", "memory", "postgres"] as const
-
-/** The run that takes the thread while the stopped run stalls, and its step. */
-const OTHER = "run-that-took-it"
-const NEW_ANSWER = "The new owner's answer."
+const pg = await postgres("LeaseFencedRollback29")
 
 const lastUser = (body: ChatRequestBody) =>
   JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
@@ -44,16 +31,12 @@ const script = (body: ChatRequestBody): Turn => {
 }
 
 describe.each(KINDS)("a run's rollback after another run took its thread (%s)", (kind) => {
-  const skip = kind === "postgres" && "skip" in pg
-  let inner: ThreadStore["Type"] | undefined
   /** The next rollback waits at `hold` (once), when armed. */
   let armed = false
   let hold = gate()
   let held: { readonly threadId: string; readonly runId: string } | undefined
 
-  const wrap = (configured: ThreadStore["Type"]): ThreadStore["Type"] => {
-    const base = kind === "memory" ? MemoryThreadStore.make() : configured
-    inner = base
+  const wrap = (base: ThreadStore["Type"]): ThreadStore["Type"] => {
     return ThreadStore.of({
       ...base,
       rollback: (threadId, runId, options) =>
@@ -69,18 +52,7 @@ describe.each(KINDS)("a run's rollback after another run took its thread (%s)", 
     })
   }
 
-  let gateway: TestGateway
-  const api = as(() => gateway)
-
-  beforeAll(async () => {
-    if (skip) return
-    const database = kind === "postgres" ? { database: { url: await (pg as Postgres.Postgres).createDatabase() } } : {}
-    gateway = await Support.start({ script, wrapStore: wrap, config: { ...database } })
-  })
-  afterAll(() => {
-    hold.release()
-    return gateway?.stop()
-  })
+  const { api, gateway: gatewayNow, skip, store } = gatewayOf(kind, pg, { script, wrap, release: () => hold.release() })
 
   /**
    * Sends `request` with the next rollback held; meanwhile another run takes the thread (the held run's lease
@@ -95,42 +67,35 @@ describe.each(KINDS)("a run's rollback after another run took its thread (%s)", 
     const early = await Promise.race([hold.entered.then(() => undefined), answer])
     if (early !== undefined) assert.fail(`answered before it rolled back: ${early.status} ${early.text}`)
     const at = held!
-    const took = await Effect.runPromise(inner!.acquireLease({
-      threadId: at.threadId,
-      runId: OTHER,
-      ttlMs: Run.LEASE_TTL_MS * 10,
-      now: Date.now() + 60 * 60_000
-    }))
-    assert.isUndefined(took, "the other run took the thread")
-    await Effect.runPromise(inner!.append(at.threadId, OTHER, [{ messages: [M.ai(NEW_ANSWER)] }], { leased: true }))
+    await takeThread(store(), at.threadId, Date.now() + 60 * 60_000, "the other run took the thread")
     hold.release()
     return { answer: await answer, at }
   }
 
   /** The other run's step last, the held run's steps kept; its record's error as stored; the other's lease given back. */
   const keptAfter = async (at: { readonly threadId: string; readonly runId: string }, own: string) => {
-    const checkpoints = await Effect.runPromise(inner!.checkpoints(at.threadId))
+    const checkpoints = await Effect.runPromise(store().checkpoints(at.threadId))
     assert.strictEqual(checkpoints.at(-1)?.run_id, OTHER, "the other run's step is the thread's last")
     assert.isTrue(checkpoints.some((c) => c.run_id === at.runId), "the held run's steps are kept")
     assert.include(JSON.stringify(checkpoints), own)
-    const loaded = await Effect.runPromise(inner!.load(at.threadId))
+    const loaded = await Effect.runPromise(store().load(at.threadId))
     assert.strictEqual(loaded._tag, "Some")
     if (loaded._tag === "Some") assert.strictEqual(loaded.value.state.messages.at(-1)?.content, NEW_ANSWER)
     const record = await eventually(async () => {
-      const [stored] = await Effect.runPromise(inner!.runs({ runId: at.runId }))
+      const [stored] = await Effect.runPromise(store().runs({ runId: at.runId }))
       return stored !== undefined && stored.status !== "running" && stored.status !== "pending" ? stored : undefined
     }, "the run's record settled", { tries: 400, everyMs: 25 })
-    await Effect.runPromise(inner!.releaseLease(at.threadId, OTHER))
+    await Effect.runPromise(store().releaseLease(at.threadId, OTHER))
     return record
   }
 
   it.skipIf(skip)("a client's rollback: nothing deleted, its record says why", async () => {
     const thread = (await api("POST", "/threads", {})).json().thread_id as string
-    const asked = gateway.scripted.requests.length
+    const asked = gatewayNow().scripted.requests.length
     const run = await api("POST", `/threads/${thread}/runs`, { input: Support.userInput("hang on, then undo") })
     assert.strictEqual(run.status, 200, run.text)
     const runId = run.json().run_id as string
-    await eventually(async () => gateway.scripted.requests.length > asked || undefined, "the model asked", {
+    await eventually(async () => gatewayNow().scripted.requests.length > asked || undefined, "the model asked", {
       tries: 400,
       everyMs: 25
     })

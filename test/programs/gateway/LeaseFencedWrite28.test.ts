@@ -9,24 +9,16 @@
  * Over HTTP, the real `openai` client; the stale run held at a gate between its check and its write (its checkpoint's
  * store call waits) while the test takes the lease as another run and writes that run's step.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Run from "../../../src/programs/Run.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
-import * as M from "../../../src/state/Message.js"
 import { gate } from "../../support/gate.js"
-import * as Postgres from "../../support/postgres.js"
-import { as } from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
+import { gatewayOf, KINDS, postgres, takeThread } from "../../support/leaseFence.js"
 import * as Support from "./support.js"
 
-const pg = await Postgres.start()
-if ("skip" in pg) console.warn(`[LeaseFencedWrite28] PostgreSQL skipped: ${pg.skip}`)
-afterAll(() => ("stop" in pg ? pg.stop() : undefined))
-
-const KINDS = ["sqlite", "memory", "postgres"] as const
+const pg = await postgres("LeaseFencedWrite28")
 
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {
@@ -38,15 +30,11 @@ const labelOf = (body: ChatRequestBody): string => {
 const staleAnswer = (label: string) => `The stale answer of ${label}.`
 
 describe.each(KINDS)("a gateway run whose lease is taken between its check and its checkpoint (%s)", (kind) => {
-  const skip = kind === "postgres" && "skip" in pg
   /** The stale run's checkpoint of its answer waits here; where it was written (thread and run as stored). */
   const hold = gate()
   let held: { readonly threadId: string; readonly runId: string } | undefined
-  let inner: ThreadStore["Type"] | undefined
 
-  const wrap = (configured: ThreadStore["Type"]): ThreadStore["Type"] => {
-    const base = kind === "memory" ? MemoryThreadStore.make() : configured
-    inner = base
+  const wrap = (base: ThreadStore["Type"]): ThreadStore["Type"] => {
     // (held once, before the store call: after the run looked at its lease, before the store reads it)
     const waits = (threadId: string, runId: string, updates: unknown) =>
       Effect.suspend(() => {
@@ -65,24 +53,14 @@ describe.each(KINDS)("a gateway run whose lease is taken between its check and i
     })
   }
 
-  let gateway: TestGateway
-  const api = as(() => gateway)
-
-  beforeAll(async () => {
-    if (skip) return
-    const database = kind === "postgres" ? { database: { url: await (pg as Postgres.Postgres).createDatabase() } } : {}
-    gateway = await Support.start({
-      script: (body) => (labelOf(body) === "" ? "Next answer." : staleAnswer(labelOf(body))),
-      wrapStore: wrap,
-      config: database
-    })
-  })
-  afterAll(() => {
-    hold.release()
-    return gateway?.stop()
+  const { api, gateway: gatewayNow, skip, store } = gatewayOf(kind, pg, {
+    script: (body) => (labelOf(body) === "" ? "Next answer." : staleAnswer(labelOf(body))),
+    wrap,
+    release: () => hold.release()
   })
 
   it.skipIf(skip)("writes nothing over the new owner's step and ends as on its lease's loss", async () => {
+    const gateway = gatewayNow()
     const label = `fenced-write-${kind}`
     const thread = (await api("POST", "/threads", {})).json().thread_id as string
     const response = await fetch(`${gateway.url}/threads/${thread}/runs/stream`, {
@@ -99,16 +77,7 @@ describe.each(KINDS)("a gateway run whose lease is taken between its check and i
     const { threadId, runId } = held!
     // another run took the thread (this process's lease on it lapsed: the other's clock is past its end), and wrote
     // its step under its lease
-    const took = await Effect.runPromise(inner!.acquireLease({
-      threadId,
-      runId: "run-that-took-it",
-      ttlMs: Run.LEASE_TTL_MS * 10,
-      now: Date.now() + Run.LEASE_TTL_MS + 1
-    }))
-    assert.isUndefined(took)
-    await Effect.runPromise(
-      inner!.append(threadId, "run-that-took-it", [{ messages: [M.ai("The new owner's answer.")] }], { leased: true })
-    )
+    await takeThread(store(), threadId, Date.now() + Run.LEASE_TTL_MS + 1)
     hold.release()
     const { events } = await stream
 
@@ -122,11 +91,11 @@ describe.each(KINDS)("a gateway run whose lease is taken between its check and i
     assert.strictEqual(record.status, "error", JSON.stringify(record))
     assert.include(String(record.error), "run-that-took-it")
     // the thread as stored: the new owner's step last, the stale run's answer not written
-    const checkpoints = await Effect.runPromise(inner!.checkpoints(threadId))
+    const checkpoints = await Effect.runPromise(store().checkpoints(threadId))
     assert.strictEqual(checkpoints.at(-1)?.run_id, "run-that-took-it")
     const messages = (await api("GET", `/threads/${thread}/state`)).json().values.messages as Array<any>
     assert.notInclude(JSON.stringify(messages), staleAnswer(label))
     assert.strictEqual(messages.at(-1)?.content, "The new owner's answer.")
-    await Effect.runPromise(inner!.releaseLease(threadId, "run-that-took-it"))
+    await Effect.runPromise(store().releaseLease(threadId, "run-that-took-it"))
   }, 60_000)
 })

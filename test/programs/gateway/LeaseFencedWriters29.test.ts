@@ -9,31 +9,18 @@
  * Over HTTP, SQLite, the memory store and PostgreSQL; the writer held at a gate just before its store call, while
  * the test takes the lease as another run (its clock past any writer's lease) and writes that run's step.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Protocol from "../../../src/programs/gateway/Protocol.js"
-import * as Run from "../../../src/programs/Run.js"
 import type { StateUpdate } from "../../../src/state/ThreadState.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as M from "../../../src/state/Message.js"
 import { gate } from "../../support/gate.js"
-import * as Postgres from "../../support/postgres.js"
+import { gatewayOf, KINDS, NEW_ANSWER, OTHER, postgres, takeThread } from "../../support/leaseFence.js"
 import type { Answer } from "../../support/requests.js"
-import { as } from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
-import * as Support from "./support.js"
 
-const pg = await Postgres.start()
-if ("skip" in pg) console.warn(`[LeaseFencedWriters29] PostgreSQL skipped: ${pg.skip}`)
-afterAll(() => ("stop" in pg ? pg.stop() : undefined))
-
-const KINDS = ["sqlite", "memory", "postgres"] as const
-
-/** The run that takes the thread while the writer stalls, and its step. */
-const OTHER = "run-that-took-it"
-const NEW_ANSWER = "The new owner's answer."
+const pg = await postgres("LeaseFencedWriters29")
 
 /** Whether a model request is the manual compaction's summary. */
 const isSummary = (body: ChatRequestBody) =>
@@ -48,8 +35,6 @@ interface Held {
 }
 
 describe.each(KINDS)("a write outside a run whose thread another run took while it stalled (%s)", (kind) => {
-  const skip = kind === "postgres" && "skip" in pg
-  let inner: ThreadStore["Type"] | undefined
   /** The next append this matches waits at `hold` (once). */
   let armed: ((threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) => boolean) | undefined
   let hold = gate()
@@ -57,9 +42,7 @@ describe.each(KINDS)("a write outside a run whose thread another run took while 
   /** The threads (as stored) written to so far. */
   const known = new Set<string>()
 
-  const wrap = (configured: ThreadStore["Type"]): ThreadStore["Type"] => {
-    const base = kind === "memory" ? MemoryThreadStore.make() : configured
-    inner = base
+  const wrap = (base: ThreadStore["Type"]): ThreadStore["Type"] => {
     const waits = (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) =>
       Effect.suspend(() => {
         const matches = armed !== undefined && armed(threadId, runId, updates)
@@ -78,22 +61,12 @@ describe.each(KINDS)("a write outside a run whose thread another run took while 
     })
   }
 
-  let gateway: TestGateway
-  const api = as(() => gateway)
-
-  beforeAll(async () => {
-    if (skip) return
-    const database = kind === "postgres" ? { database: { url: await (pg as Postgres.Postgres).createDatabase() } } : {}
-    gateway = await Support.start({
-      script: (body) => (isSummary(body) ? "## Session intent\nThe stale summary." : "Next answer."),
-      wrapStore: wrap,
-      // (no automatic trigger: only the manual compaction summarises)
-      config: { ...database, summarization: { enabled: true, keep: { type: "messages", value: 2 } } }
-    })
-  })
-  afterAll(() => {
-    hold.release()
-    return gateway?.stop()
+  const { api, skip, store } = gatewayOf(kind, pg, {
+    script: (body) => (isSummary(body) ? "## Session intent\nThe stale summary." : "Next answer."),
+    wrap,
+    release: () => hold.release(),
+    // (no automatic trigger: only the manual compaction summarises)
+    config: { summarization: { enabled: true, keep: { type: "messages", value: 2 } } }
   })
 
   const newThread = async () => (await api("POST", "/threads", {})).json().thread_id as string
@@ -121,14 +94,7 @@ describe.each(KINDS)("a write outside a run whose thread another run took while 
     const early = await Promise.race([hold.entered.then(() => undefined), answer])
     if (early !== undefined) assert.fail(`answered before it wrote: ${early.status} ${early.text}`)
     const at = held!
-    const took = await Effect.runPromise(inner!.acquireLease({
-      threadId: at.threadId,
-      runId: OTHER,
-      ttlMs: Run.LEASE_TTL_MS * 10,
-      now: Date.now() + 60 * 60_000
-    }))
-    assert.isUndefined(took, "the other run took the thread")
-    await Effect.runPromise(inner!.append(at.threadId, OTHER, [{ messages: [M.ai(NEW_ANSWER)] }], { leased: true }))
+    await takeThread(store(), at.threadId, Date.now() + 60 * 60_000, "the other run took the thread")
     hold.release()
     return { answer: await answer, at }
   }
@@ -138,13 +104,13 @@ describe.each(KINDS)("a write outside a run whose thread another run took while 
     assert.strictEqual(answer.status, 409, answer.text)
     assert.include(answer.json().detail, "was taken by another run while")
     assert.include(answer.json().detail, "it was not saved")
-    const checkpoints = await Effect.runPromise(inner!.checkpoints(at.threadId))
+    const checkpoints = await Effect.runPromise(store().checkpoints(at.threadId))
     assert.strictEqual(checkpoints.at(-1)?.run_id, OTHER, "the other run's step is the thread's last")
     assert.notInclude(JSON.stringify(checkpoints), stale, "the stale write is not stored")
-    const loaded = await Effect.runPromise(inner!.load(at.threadId))
+    const loaded = await Effect.runPromise(store().load(at.threadId))
     assert.strictEqual(loaded._tag, "Some")
     if (loaded._tag === "Some") assert.strictEqual(loaded.value.state.messages.at(-1)?.content, NEW_ANSWER)
-    await Effect.runPromise(inner!.releaseLease(at.threadId, OTHER))
+    await Effect.runPromise(store().releaseLease(at.threadId, OTHER))
   }
 
   it.skipIf(skip)("a state update", async () => {
