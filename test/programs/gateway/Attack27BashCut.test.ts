@@ -4,11 +4,10 @@
  * command (in a file the user uploaded, printed by `cat`) was masked only after the cut, by the run's mask of whole
  * values: where the head's cut fell inside it, its beginning was read by the model and kept.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { catUpload, secretAtHeadEnd } from "../../support/bashCut.js"
-import * as Requests from "../../support/requests.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import { uploadThenRun } from "../../support/uploadRun.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -19,16 +18,11 @@ const TOTAL = 5000
 const seenByModel: Array<string> = []
 const script = catUpload(seenByModel)
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.start({
+const { alice } = fileGateway(() =>
+  Support.start({
     script,
     config: { gateway: Support.twoUsers, sandbox: { allow_host_bash: true, bash_output_max_chars: MAX } }
-  })
-}, SLOW)
-afterAll(() => gateway?.stop())
+  }), SLOW)
 
 describe("Attack27: a bash output cut inside a request secret no skill bound", () => {
   it("none of the value is read by the model or kept", async () => {

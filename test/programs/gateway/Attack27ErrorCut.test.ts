@@ -4,9 +4,8 @@
  * server saying a secret back where a cut falls (its own API key, or a request secret the user typed, quoted from the
  * request) had the secret's beginning kept in the thread, the run's error and its answer.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
+import { assert, describe, it } from "@effect/vitest"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -17,19 +16,14 @@ const REQUEST_SECRET = "ERPSECRET-0123456789abcdefghij"
 // that is not JSON, sent as JSON with status 200 (the run's error quotes its first 120 characters)
 let said = "PROBE"
 let body: string | undefined
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.start({
+const { alice } = fileGateway(() =>
+  Support.start({
     script: () =>
       body !== undefined
         ? { raw: body, contentType: "application/json" }
         : { status: 400, body: { error: { message: said, type: "invalid_request_error", code: null } } },
     config: { gateway: Support.twoUsers }
-  })
-}, SLOW)
-afterAll(() => gateway?.stop())
+  }), SLOW)
 
 const run = async (thread: string) => {
   assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)

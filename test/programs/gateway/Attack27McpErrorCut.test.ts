@@ -4,11 +4,10 @@
  * secret (`${secret:ERP_TOKEN}`) that fails the call saying it back where the cut falls had the secret's beginning
  * read by the model, kept in the thread and streamed.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as McpErrorCut from "../../support/mcpErrorCut.js"
 import * as Servers from "../../support/mcpServers.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const SECRET = "ERPTOKEN-a27-0123456789abcdefghijklmnop"
@@ -16,17 +15,13 @@ const SLOW = 120_000
 
 const { seenByModel, script } = McpErrorCut.reportCaller()
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
+const { alice } = fileGateway(async () => {
   const server = McpErrorCut.failingReport(`process.env.ERP_TOKEN ?? ""`)
   const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", server] }
-  gateway = await Support.startOverMcp("antler-attack27-mcp-", {
+  return Support.startOverMcp("antler-attack27-mcp-", {
     erp: { ...Servers.server(erp), env: { ERP_TOKEN: "${secret:ERP_TOKEN}" } }
   }, { script })
 }, SLOW)
-afterAll(() => gateway?.stop())
 
 describe("Attack27: an MCP server's error cut inside the run's request secret", () => {
   it("none of the secret is read by the model, streamed or kept", async () => {

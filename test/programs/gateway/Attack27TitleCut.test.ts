@@ -4,10 +4,9 @@
  * repeating the user's words, a request secret they typed among them, where the cut falls had the secret's beginning
  * kept as the thread's title and listed (the local title was masked before its cut in round 26).
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -19,20 +18,15 @@ const script = (body: ChatRequestBody): Turn =>
     ? `${"Report".padEnd(50, " of the day")}${SECRET} deploy`
     : "Done."
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.start({
+const { alice } = fileGateway(() =>
+  Support.start({
     script,
     config: (url) => ({
       models: [Support.scriptedModel("scripted", url), Support.scriptedModel("small", url)],
       title: { enabled: true, model_name: "small" },
       gateway: Support.twoUsers
     })
-  })
-}, SLOW)
-afterAll(() => gateway?.stop())
+  }), SLOW)
 
 describe("Attack27: the title model's title cut inside a request secret", () => {
   it("the thread's title keeps none of it", async () => {

@@ -4,11 +4,10 @@
  * run's values only, and the process's key only after the cut, by the stream's and the store's masks of whole values:
  * where the head's cut fell inside it, its beginning was read by the model, streamed and kept.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { catUpload, secretAtHeadEnd } from "../../support/bashCut.js"
-import * as Requests from "../../support/requests.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import { uploadThenRun } from "../../support/uploadRun.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -19,20 +18,15 @@ const TOTAL = 5000
 const seenByModel: Array<string> = []
 const script = catUpload(seenByModel)
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.start({
+const { alice } = fileGateway(() =>
+  Support.start({
     script,
     config: (url) => ({
       models: [{ ...Support.scriptedModel("scripted", url), api_key: KEY }],
       gateway: Support.twoUsers,
       sandbox: { allow_host_bash: true, bash_output_max_chars: MAX }
     })
-  })
-}, SLOW)
-afterAll(() => gateway?.stop())
+  }), SLOW)
 
 describe("Attack28: a bash output cut inside one of the process's own secrets", () => {
   it("none of the key is read by the model, streamed or kept", async () => {

@@ -4,11 +4,10 @@
  * after the cut, by the stream's and the store's masks of whole values: where the cut fell inside it, its beginning was
  * read by the model, streamed and kept.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import * as Requests from "../../support/requests.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import { uploadThenRun } from "../../support/uploadRun.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -28,19 +27,14 @@ const script = (body: ChatRequestBody): Turn => {
   return { toolCalls: [{ name: "grep", arguments: args }] }
 }
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.start({
+const { alice } = fileGateway(() =>
+  Support.start({
     script,
     config: (url) => ({
       models: [{ ...Support.scriptedModel("scripted", url), api_key: KEY }],
       gateway: Support.twoUsers
     })
-  })
-}, SLOW)
-afterAll(() => gateway?.stop())
+  }), SLOW)
 
 describe("Attack28: a grep line cut inside one of the process's own secrets", () => {
   it("none of the key is read by the model, streamed or kept", async () => {

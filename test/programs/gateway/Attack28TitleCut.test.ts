@@ -5,10 +5,9 @@
  * masks find whole values only. A user pasting the key where the cut fell (or a title model saying it there) had the
  * key's beginning kept as the thread's title, streamed and listed.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -28,20 +27,15 @@ const script = (body: ChatRequestBody): Turn => {
     : `${"Report".padEnd(50, " of the day")}${KEY} deploy`
 }
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.start({
+const { alice } = fileGateway(() =>
+  Support.start({
     script,
     config: (url) => ({
       models: [{ ...Support.scriptedModel("scripted", url), api_key: KEY }, Support.scriptedModel("small", url)],
       title: { enabled: true, model_name: "small" },
       gateway: Support.twoUsers
     })
-  })
-}, SLOW)
-afterAll(() => gateway?.stop())
+  }), SLOW)
 
 /** A run on a new thread asked with `words`, streamed: the stream's text and the thread's title. */
 const titled = async (thread: string, words: string) => {

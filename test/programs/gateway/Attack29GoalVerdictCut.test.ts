@@ -4,11 +4,10 @@
  * store's and the stream's masks of whole values ran after the cut. An evaluator saying the key where the cut fell had
  * its beginning kept in the goal and streamed.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import { isEvaluator, verdict } from "../../support/goalScript.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -22,13 +21,7 @@ const script = (body: ChatRequestBody): Turn =>
     ? verdict(false, "needs_user_input", `${"x".repeat(990)}${KEY} was refused; the user must give another.`)
     : "I tried."
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.startWithOtherKey(script, KEY)
-}, SLOW)
-afterAll(() => gateway?.stop())
+const { alice } = fileGateway(() => Support.startWithOtherKey(script, KEY), SLOW)
 
 describe("Attack29: the goal evaluator's reason cut inside one of the process's own secrets", () => {
   it("the goal and the stream keep none of the key", async () => {

@@ -5,11 +5,10 @@
  * values ran only after it, on the events it kept. A subagent saying the key where a cut fell had the key's beginning
  * kept in `GET /api/threads/{id}/runs/{run_id}/events`.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as RunJournal from "../../../src/programs/gateway/RunJournal.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -34,13 +33,7 @@ const script = (body: ChatRequestBody): Turn => {
   return { toolCalls: [{ name: "task", arguments: args }] }
 }
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.startWithOtherKey(script, KEY)
-}, SLOW)
-afterAll(() => gateway?.stop())
+const { alice } = fileGateway(() => Support.startWithOtherKey(script, KEY), SLOW)
 
 describe("Attack29: the run journal's cuts inside one of the process's own secrets", () => {
   it("a subagent's steps, calls and result keep none of the key", async () => {

@@ -5,11 +5,10 @@
  * server saying back a credential it shares with another (an upstream's key) where the cut fell had the key's
  * beginning read by the model, kept in the thread and streamed.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as McpErrorCut from "../../support/mcpErrorCut.js"
 import * as Servers from "../../support/mcpServers.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const KEY = "VAULTKEY-a29-0123456789abcdefghijklmnop"
@@ -17,20 +16,16 @@ const SLOW = 120_000
 
 const { seenByModel, script } = McpErrorCut.reportCaller()
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
+const { alice } = fileGateway(async () => {
   const server = McpErrorCut.failingReport(JSON.stringify(KEY))
   const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", server] }
   // (the vault server does not start: its env value is one of the process's secrets all the same)
   const vault = { type: "stdio", command: process.execPath, args: ["-e", "process.exit(1)"] }
-  gateway = await Support.startOverMcp("antler-attack29-mcp-", {
+  return Support.startOverMcp("antler-attack29-mcp-", {
     erp: Servers.server(erp),
     vault: { ...Servers.server(vault), env: { VAULT_KEY: KEY } }
   }, { script })
 }, SLOW)
-afterAll(() => gateway?.stop())
 
 describe("Attack29: an MCP server's error cut inside one of the process's own secrets", () => {
   it("none of the key is read by the model, streamed or kept", async () => {

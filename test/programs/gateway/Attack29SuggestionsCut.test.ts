@@ -4,10 +4,9 @@
  * it. A model saying a configured key back (the conversation the app sends held it; a proxy put it in) had it, or its
  * beginning where the cut fell, in the route's answer. A polished draft is cut at 100,000 characters the same way.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -25,13 +24,10 @@ const script = (body: ChatRequestBody): Turn => {
   return `Rewritten: ${"y".repeat(99_979)}${KEY} and more`
 }
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.startWithOtherKey(script, KEY, { input_polish: { enabled: true, max_chars: 100 } })
-}, SLOW)
-afterAll(() => gateway?.stop())
+const { alice } = fileGateway(
+  () => Support.startWithOtherKey(script, KEY, { input_polish: { enabled: true, max_chars: 100 } }),
+  SLOW
+)
 
 describe("Attack29: the composer's answers and one of the process's own secrets", () => {
   it("follow-up questions say none of the key, whole or cut", async () => {

@@ -5,11 +5,10 @@
  * from the thread, and the gateway's store masks the key whole as it keeps it, before any cut; neither model, the
  * stream nor the thread's hidden continuation reads the key's beginning.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import { continuations, isEvaluator, verdict } from "../../support/goalScript.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -25,13 +24,7 @@ const script = (body: ChatRequestBody): Turn => {
   return continuations(body) > 0 ? "Done now." : "I tried."
 }
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.startWithOtherKey(script, KEY)
-}, SLOW)
-afterAll(() => gateway?.stop())
+const { alice } = fileGateway(() => Support.startWithOtherKey(script, KEY), SLOW)
 
 describe("Attack29b: the goal's objective cut inside one of the process's own secrets", () => {
   it("the evaluator, the agent and the thread read none of the key", async () => {

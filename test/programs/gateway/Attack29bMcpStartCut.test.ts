@@ -6,24 +6,21 @@
  * only. A server saying back a credential it shares with another where the cut fell had the key's beginning in the
  * run's warnings (streamed) and in the status route.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as McpErrorCut from "../../support/mcpErrorCut.js"
 import * as Servers from "../../support/mcpServers.js"
 import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const KEY = "VAULTKEY-a29b-0123456789abcdefghijklmnop"
 const SLOW = 120_000
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
 const CAROL = "carol-token-0123456789abcdef"
-const carol = Requests.as(() => gateway, CAROL)
 
-beforeAll(async () => {
+const { alice, gateway } = fileGateway(async () => {
   const node = (args: ReadonlyArray<string>) => Servers.server({ type: "stdio", command: process.execPath, args })
-  gateway = await Support.startOverMcp("antler-attack29b-mcp-", {
+  return Support.startOverMcp("antler-attack29b-mcp-", {
     lister: node(["--input-type=module", "-e", McpErrorCut.failingListing(JSON.stringify(KEY))]),
     noisy: node(["-e", McpErrorCut.failingStart(JSON.stringify(KEY))]),
     // (the vault server does not start: its env value is one of the process's secrets all the same)
@@ -38,7 +35,7 @@ beforeAll(async () => {
     }
   })
 }, SLOW)
-afterAll(() => gateway?.stop())
+const carol = Requests.as(gateway, CAROL)
 
 describe("Attack29b: an MCP server's failed start or listing cut inside one of the process's own secrets", () => {
   it("none of the key is streamed, kept or shown by the status route", async () => {
