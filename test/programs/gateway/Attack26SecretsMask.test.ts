@@ -11,11 +11,10 @@
  *   form) in every text of the run, on the gateway's one thread: seconds for one input. Their number is bounded now:
  *   a request past it is refused (422), naming the field and the bound, before anything is kept.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Logger from "effect/Logger"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
@@ -29,17 +28,12 @@ const capture = Logger.replace(
   })
 )
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
-  gateway = await Support.start({
+const { alice } = fileGateway(() =>
+  Support.start({
     script: Support.echoOrHang,
     config: { gateway: Support.twoUsers },
     logger: capture
-  })
-}, SLOW)
-afterAll(() => gateway?.stop())
+  }), SLOW)
 
 /** A token of `length` characters, its start marked so that any part of it is found. */
 const token = (length: number, mark: string) => {

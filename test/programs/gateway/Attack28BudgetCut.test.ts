@@ -6,14 +6,13 @@
  * a cut fell had the key's beginning read by the model, streamed and kept (the masks after the cut find whole values
  * only), and the saved file kept the key whole.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { fileGateway } from "../../support/fileGateway.js"
 import { filesHolding } from "../../support/filesHolding.js"
 import * as Servers from "../../support/mcpServers.js"
-import * as Requests from "../../support/requests.js"
-import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
@@ -55,12 +54,9 @@ const script = (body: ChatRequestBody): Turn => {
   return { toolCalls: [{ name: "erp_report", arguments: {} }, { name: "erp_dump", arguments: {} }] }
 }
 
-let gateway: TestGateway
-const alice = Requests.as(() => gateway, Support.ALICE)
-
-beforeAll(async () => {
+const { alice, gateway } = fileGateway(async () => {
   const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", SERVER] }
-  gateway = await Support.startOverMcp("antler-attack28-budget-", {
+  return Support.startOverMcp("antler-attack28-budget-", {
     erp: { ...Servers.server(erp), env: { ERP_KEY: KEY } }
   }, {
     script,
@@ -76,7 +72,6 @@ beforeAll(async () => {
     }
   })
 }, SLOW)
-afterAll(() => gateway?.stop())
 
 describe("Attack28: a long tool result cut inside one of the process's own secrets", () => {
   it("none of the key is read by the model, streamed, kept or saved", async () => {
@@ -100,6 +95,6 @@ describe("Attack28: a long tool result cut inside one of the process's own secre
     const state = await alice("GET", `/threads/${thread}/state`)
     assert.include(state.text, "Full erp_report output saved to")
     assert.notInclude(state.text, start, "the thread")
-    assert.deepStrictEqual(filesHolding(gateway.home, start), [], "the saved output, the database")
+    assert.deepStrictEqual(filesHolding(gateway().home, start), [], "the saved output, the database")
   }, SLOW)
 })
