@@ -6,6 +6,7 @@
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
+import * as Servers from "./mcpServers.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
@@ -45,6 +46,10 @@ export const answeringReport = (said: string) => `
   }))
   await server.connect(new StdioServerTransport())
 `
+
+/** The `erp` server of `failingReport(said)` over stdio, as `extensions_config.json` names it. */
+export const reportServer = (said: string) =>
+  Servers.server({ type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", failingReport(said)] })
 
 /** A model that calls `erp_report` once, then ends; `seenByModel` holds each tool result it was sent, as JSON. */
 export const reportCaller = () => {

@@ -7,7 +7,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { fileGateway } from "../../support/fileGateway.js"
 import * as McpErrorCut from "../../support/mcpErrorCut.js"
-import * as Servers from "../../support/mcpServers.js"
 import * as Support from "./support.js"
 
 const SECRET = "ERPTOKEN-a27-0123456789abcdefghijklmnop"
@@ -15,13 +14,10 @@ const SLOW = 120_000
 
 const { seenByModel, script } = McpErrorCut.reportCaller()
 
-const { alice } = fileGateway(async () => {
-  const server = McpErrorCut.failingReport(`process.env.ERP_TOKEN ?? ""`)
-  const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", server] }
-  return Support.startOverMcp("antler-attack27-mcp-", {
-    erp: { ...Servers.server(erp), env: { ERP_TOKEN: "${secret:ERP_TOKEN}" } }
-  }, { script })
-}, SLOW)
+const { alice } = fileGateway(() =>
+  Support.startOverMcp("antler-attack27-mcp-", {
+    erp: { ...McpErrorCut.reportServer(`process.env.ERP_TOKEN ?? ""`), env: { ERP_TOKEN: "${secret:ERP_TOKEN}" } }
+  }, { script }), SLOW)
 
 describe("Attack27: an MCP server's error cut inside the run's request secret", () => {
   it("none of the secret is read by the model, streamed or kept", async () => {

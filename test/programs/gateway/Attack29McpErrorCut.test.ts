@@ -17,12 +17,10 @@ const SLOW = 120_000
 const { seenByModel, script } = McpErrorCut.reportCaller()
 
 const { alice } = fileGateway(async () => {
-  const server = McpErrorCut.failingReport(JSON.stringify(KEY))
-  const erp = { type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", server] }
   // (the vault server does not start: its env value is one of the process's secrets all the same)
   const vault = { type: "stdio", command: process.execPath, args: ["-e", "process.exit(1)"] }
   return Support.startOverMcp("antler-attack29-mcp-", {
-    erp: Servers.server(erp),
+    erp: McpErrorCut.reportServer(JSON.stringify(KEY)),
     vault: { ...Servers.server(vault), env: { VAULT_KEY: KEY } }
   }, { script })
 }, SLOW)
