@@ -21,14 +21,6 @@ export const KINDS = ["sqlite", "memory", "postgres"] as const
 export const OTHER = "run-that-took-it"
 export const NEW_ANSWER = "The new owner's answer."
 
-/** PostgreSQL for a test file (stopped after it), or why it is skipped (a warning naming the file). */
-export const postgres = async (file: string): Promise<Postgres.Postgres | { readonly skip: string }> => {
-  const pg = await Postgres.start()
-  if ("skip" in pg) console.warn(`[${file}] PostgreSQL skipped: ${pg.skip}`)
-  afterAll(() => ("stop" in pg ? pg.stop() : undefined))
-  return pg
-}
-
 /**
  * The gateway of one store kind (in the current `describe`): its store is `wrap` over the memory store for `memory`,
  * else over the configured SQLite or PostgreSQL one (`store()`: the store under the wrap). When it stops, `release`

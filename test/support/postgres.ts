@@ -11,6 +11,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { afterAll } from "@effect/vitest"
 import { freePort } from "./ports.js"
 
 /** A running server. */
@@ -54,6 +55,14 @@ export const start = async (): Promise<Postgres | { readonly skip: string }> => 
     throw new Error(`PostgreSQL is required here (ANTLER_REQUIRE_POSTGRES=1): ${found.skip}`)
   }
   return found
+}
+
+/** PostgreSQL for a test file (stopped after it), or why it is skipped (a warning naming the file). */
+export const forFile = async (file: string): Promise<Postgres | { readonly skip: string }> => {
+  const pg = await start()
+  if ("skip" in pg) console.warn(`[${file}] PostgreSQL skipped: ${pg.skip}`)
+  afterAll(() => ("stop" in pg ? pg.stop() : undefined))
+  return pg
 }
 
 const find = async (): Promise<Postgres | { readonly skip: string }> => {

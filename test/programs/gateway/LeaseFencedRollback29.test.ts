@@ -12,12 +12,13 @@ import * as Effect from "effect/Effect"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import { gate } from "../../support/gate.js"
-import { gatewayOf, KINDS, NEW_ANSWER, OTHER, postgres, takeThread } from "../../support/leaseFence.js"
+import { gatewayOf, KINDS, NEW_ANSWER, OTHER, takeThread } from "../../support/leaseFence.js"
+import * as Postgres from "../../support/postgres.js"
 import { eventually } from "../../support/poll.js"
 import type { Answer } from "../../support/requests.js"
 import * as Support from "./support.js"
 
-const pg = await postgres("LeaseFencedRollback29")
+const pg = await Postgres.forFile("LeaseFencedRollback29")
 
 const lastUser = (body: ChatRequestBody) =>
   JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")

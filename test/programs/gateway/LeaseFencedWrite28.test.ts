@@ -15,10 +15,11 @@ import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Run from "../../../src/programs/Run.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import { gate } from "../../support/gate.js"
-import { gatewayOf, KINDS, postgres, takeThread } from "../../support/leaseFence.js"
+import { gatewayOf, KINDS, takeThread } from "../../support/leaseFence.js"
+import * as Postgres from "../../support/postgres.js"
 import * as Support from "./support.js"
 
-const pg = await postgres("LeaseFencedWrite28")
+const pg = await Postgres.forFile("LeaseFencedWrite28")
 
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {

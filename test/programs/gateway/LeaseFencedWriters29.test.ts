@@ -17,10 +17,11 @@ import type { StateUpdate } from "../../../src/state/ThreadState.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as M from "../../../src/state/Message.js"
 import { gate } from "../../support/gate.js"
-import { gatewayOf, KINDS, NEW_ANSWER, OTHER, postgres, takeThread } from "../../support/leaseFence.js"
+import { gatewayOf, KINDS, NEW_ANSWER, OTHER, takeThread } from "../../support/leaseFence.js"
+import * as Postgres from "../../support/postgres.js"
 import type { Answer } from "../../support/requests.js"
 
-const pg = await postgres("LeaseFencedWriters29")
+const pg = await Postgres.forFile("LeaseFencedWriters29")
 
 /** Whether a model request is the manual compaction's summary. */
 const isSummary = (body: ChatRequestBody) =>

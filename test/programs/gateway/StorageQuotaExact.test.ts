@@ -8,7 +8,7 @@
  * and SQLite's group commit of concurrent runs; and the gateway's bounded store asks the store nothing else per
  * checkpoint. PostgreSQL is skipped, saying why, when there is none.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -25,9 +25,7 @@ import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as M from "../../../src/state/Message.js"
 import * as Postgres from "../../support/postgres.js"
 
-const pg = await Postgres.start()
-afterAll(() => ("stop" in pg ? pg.stop() : undefined))
-if ("skip" in pg) console.warn(`[StorageQuotaExact] PostgreSQL skipped: ${pg.skip}`)
+const pg = await Postgres.forFile("StorageQuotaExact")
 
 const use = <A>(
   layer: Layer.Layer<ThreadStore, StoreError>,

@@ -24,9 +24,7 @@ import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const KiB = 1024
-const pg = await Postgres.start()
-afterAll(() => ("stop" in pg ? pg.stop() : undefined))
-if ("skip" in pg) console.warn(`[StorageQuotaMetadata] PostgreSQL skipped: ${pg.skip}`)
+const pg = await Postgres.forFile("StorageQuotaMetadata")
 
 const use = <A>(
   layer: Layer.Layer<ThreadStore, StoreError>,
