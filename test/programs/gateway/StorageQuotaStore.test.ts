@@ -6,7 +6,7 @@
  * PostgreSQL counts what SQLite counts for the same writes, the in-memory store measures its JSON. PostgreSQL is
  * skipped, saying why, when there is none.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
@@ -23,9 +23,7 @@ import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as M from "../../../src/state/Message.js"
 import * as Postgres from "../../support/postgres.js"
 
-const pg = await Postgres.start()
-afterAll(() => ("stop" in pg ? pg.stop() : undefined))
-if ("skip" in pg) console.warn(`[StorageQuotaStore] PostgreSQL skipped: ${pg.skip}`)
+const pg = await Postgres.forFile("StorageQuotaStore")
 
 // the store's SQLite file, opened beside it (better-sqlite3, as its store opens it)
 interface Database {
