@@ -123,6 +123,11 @@ export interface Options {
    * turn ended and only its settling remains, so it is ended, not run again (`RunSettling`).
    */
   readonly resumable?: boolean | undefined
+  /**
+   * With `resumable`: seconds the runs go on when the manager stops (counted from `Runs.Service.drain`, else from its
+   * scope's closing) before they are handed over to the process that resumes them (`RunDrain`); default 0.
+   */
+  readonly drainSeconds?: number | undefined
 }
 
 /** A run stopped to hand it over to another process (see `Runs.Service.handOver`). */

@@ -32,6 +32,7 @@ import type * as Protocol from "./Protocol.js"
 import * as QuotaReservations from "./QuotaReservations.js"
 import type * as RunBuffer from "./RunBuffer.js"
 import * as RunCancel from "./RunCancel.js"
+import * as RunDrain from "./RunDrain.js"
 import * as RunLease from "./RunLease.js"
 import type { ActiveRun, CancelAction, Options, RunRequest } from "./RunModel.js"
 import { internal } from "./RunModel.js"
@@ -115,6 +116,11 @@ export interface Service {
    */
   readonly handOver?: (runId: string) => Effect.Effect<boolean>
   /**
+   * A manager whose runs another process resumes (`Options.resumable`): begins its stop's drain (`RunDrain`), the runs
+   * going on for `Options.drainSeconds` from now, then handed over; the manager's scope closing waits for it.
+   */
+  readonly drain?: Effect.Effect<void>
+  /**
    * Where its runs reserve what they add against the storage quotas, for the other writes that add to threads to
    * reserve theirs beside them (`QuotaReservations`; absent: each reserves in a place of its own).
    */
@@ -174,8 +180,16 @@ export const layer = (
           options.heartbeatSeconds
         )
 
+      // stopped, a manager whose runs another process resumes hands over those still going once they had their
+      // drain period, before its fibers are interrupted (which would end them `cancelled`): `RunDrain`
+      const drain = options.resumable === true
+        ? yield* RunDrain.make(options.drainSeconds ?? 0, () => [...registry.active.values()], stopper.handOver)
+        : undefined
+      if (drain !== undefined) yield* Effect.addFinalizer(() => drain.finish)
+
       return Runs.of({
         handOver: stopper.handOver,
+        ...(drain === undefined ? {} : { drain: drain.begin }),
         reservations,
         start: starter.start,
         get: (runId) => registry.known.get(runId),

@@ -48,8 +48,10 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
     const dbUrl = await (pg as Postgres.Postgres).createDatabase()
     const scripted = await suite.model(() => "Scheduled answer.")
     const home = Support.tempDir("antler-cluster-schedules-")
-    const start = async () =>
-      (await suite.runner({
+    /** Every process the test started, as it ended (killed, stopped) or still running: its log belongs in a failure. */
+    const started: Array<{ readonly server: Server; fate: string }> = []
+    const start = async () => {
+      const server = (await suite.runner({
         dbUrl,
         home,
         modelUrl: scripted.url,
@@ -59,10 +61,19 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
         cluster: { health_check_seconds: 1, secret: "schedules-cluster-secret-0123456789" },
         args: ["--log-level", "info"]
       })).server
-    const logs = (group: ReadonlyArray<Server>) => group.map((s, i) => `--- process ${i}\n${s.output()}`).join("\n")
+      started.push({ server, fate: "running" })
+      return server
+    }
+    const fateOf = (server: Server, fate: string) => {
+      const entry = started.find((s) => s.server === server)
+      if (entry !== undefined) entry.fate = fate
+    }
+    /** The logs of every process that ran (the killed one and the stopped ones too), in the order they started. */
+    const allLogs = () =>
+      started.map((s, i) => `--- process ${i} (pid ${s.server.child.pid}, ${s.fate})\n${s.server.output()}`).join("\n")
     /** The one process of `group` polling, once exactly one does (the singleton may move while runners join). */
     const poller = async (group: ReadonlyArray<Server>) => {
-      await until(() => group.filter(polling).length === 1, () => `exactly one process polling:\n${logs(group)}`)
+      await until(() => group.filter(polling).length === 1, () => `exactly one process polling:\n${allLogs()}`)
       return group.find(polling)!
     }
 
@@ -103,7 +114,7 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
       const tick = ticks.find((t) => t.at > since)
       assert.isDefined(tick, "a tick left to come")
       const from = await group[0]!.url
-      await until(() => completed(from, tick!), () => `tick ${tick!.prompt} ran:\n${logs(group)}`)
+      await until(() => completed(from, tick!), () => `tick ${tick!.prompt} ran:\n${allLogs()}`)
       return tick!
     }
 
@@ -113,6 +124,7 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
 
     // the polling process is killed: the engine starts the poller on another, and the ticks go on there
     const victim = (await poller(live))
+    fateOf(victim, "killed with SIGKILL")
     victim.child.kill("SIGKILL")
     await new Promise((resolve) => victim.child.once("exit", resolve))
     const killedAt = Date.now()
@@ -122,6 +134,7 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
 
     // a full restart: every process stops, three start again, and the ticks go on
     for (const server of live) {
+      fateOf(server, `stopped with SIGTERM at ${new Date().toISOString()}`)
       server.child.kill("SIGTERM")
       await until(() => server.child.exitCode !== null || server.child.signalCode !== null, () =>
         `a process stopped on SIGTERM:\n${server.output()}`)
@@ -139,29 +152,50 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
     const due = ticks.filter((t) => t.at <= cut)
     for (const tick of ticks) if (tick.at > cut) await call(last, "DELETE", `/api/scheduled-tasks/${tick.id}`)
     let pending = ""
+    /** A tick's task runs, and the thread store's record of each of their runs (what its thread's runs say). */
+    const runsOf = async (tick: { readonly id: string; readonly prompt: string }) => {
+      const runs: Array<any> = await call(last, "GET", `/api/scheduled-tasks/${tick.id}/runs`)
+      const threads = await Promise.all(runs.map(async (r: any) =>
+        typeof r.thread_id === "string" && r.thread_id !== ""
+          ? JSON.stringify(await call(last, "GET", `/api/threads/${r.thread_id}/runs`))
+          : "no thread"
+      ))
+      return `${tick.prompt}: ${JSON.stringify(runs)} thread runs: ${threads.join(" | ")}`
+    }
     // (a tick whose run the killed process had admitted and not started is started by another after
     // STALE_QUEUED_MS; a run the stopping processes handed over is resumed once they are back)
     await until(async () => {
       for (const tick of due) {
         if (await completed(last, tick)) continue
-        pending = JSON.stringify(await call(last, "GET", `/api/scheduled-tasks/${tick.id}/runs`)) + " cron: " +
+        pending = (await runsOf(tick)) + " cron: " +
           JSON.stringify(await call(last, "GET", `/api/scheduled-tasks/${cron.id}/runs`)) + " tasks: " +
           JSON.stringify((await call(last, "GET", "/api/scheduled-tasks")).map((t: any) => [t.title, t.status]))
         return false
       }
       return true
-    }, () => `every tick due ran (the first not: ${pending}):\n${logs(live)}`)
+    }, () => `every tick due ran (the first not: ${pending}):\n${allLogs()}`)
 
-    // every tick due ran exactly once: one run (success), one thread with one run, one model request
+    // every tick due ran exactly once: one run (success), one thread with one run, one model request (a failure says
+    // what each tick not ended `success` left, in the task store and the thread store, and what every process logged)
+    const notSucceeded: Array<string> = []
+    for (const tick of due) {
+      const runs = await call(last, "GET", `/api/scheduled-tasks/${tick.id}/runs`)
+      if (runs.length !== 1 || runs[0].status !== "success") notSucceeded.push(await runsOf(tick))
+    }
+    const story = `\nticks not ended success: ${notSucceeded.join("\n") || "none"}\n${allLogs()}`
     for (const tick of due) {
       const runs = await call(last, "GET", `/api/scheduled-tasks/${tick.id}/runs`)
       const asked = scripted.requests.filter((body) => promptOf(body).includes(tick.prompt))
       const task = await call(last, "GET", `/api/scheduled-tasks/${tick.id}`)
-      assert.strictEqual(task.run_count, 1, tick.prompt)
-      assert.deepStrictEqual(runs.map((r: any) => [r.trigger, r.status]), [["scheduled", "success"]], tick.prompt)
+      assert.strictEqual(task.run_count, 1, tick.prompt + story)
+      assert.deepStrictEqual(
+        runs.map((r: any) => [r.trigger, r.status]),
+        [["scheduled", "success"]],
+        tick.prompt + story
+      )
       const threadRuns = await call(last, "GET", `/api/threads/${runs[0].thread_id}/runs`)
-      assert.deepStrictEqual(threadRuns.map((r: any) => r.run_id), [runs[0].run_id], tick.prompt)
-      assert.strictEqual(asked.length, 1, `${tick.prompt}: model requests`)
+      assert.deepStrictEqual(threadRuns.map((r: any) => r.run_id), [runs[0].run_id], tick.prompt + story)
+      assert.strictEqual(asked.length, 1, `${tick.prompt}: model requests${story}`)
     }
     const late = (await call(last, "GET", `/api/scheduled-tasks/${missed.id}/runs`))[0]
     assert.isAbove(Date.parse(late.started_at), missed.at + 500, "the missed tick ran after the restart")
@@ -171,7 +205,7 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
     await until(async () => {
       cronRuns = await call(last, "GET", `/api/scheduled-tasks/${cron.id}/runs`)
       return cronRuns.every((r: any) => r.status !== "queued" && r.status !== "running")
-    }, () => `the cron's runs ended: ${JSON.stringify(cronRuns)}\n${logs(live)}`)
+    }, () => `the cron's runs ended: ${JSON.stringify(cronRuns)}\n${allLogs()}`)
     const scheduledFor = cronRuns.map((r: any) => r.scheduled_for)
     assert.strictEqual(new Set(scheduledFor).size, scheduledFor.length, JSON.stringify(cronRuns))
     const minuteAsked = scripted.requests.filter((body) => promptOf(body).includes("Minute report")).length

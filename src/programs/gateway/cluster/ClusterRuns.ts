@@ -341,7 +341,12 @@ export const layer = (
   // start and end: `RunNotices`)
   const local = Layer.unwrapEffect(Effect.map(RunNotices.RunNotices, (heard) =>
     Layer.effect(LocalRuns, Runs.Runs).pipe(
-      Layer.provide(Runs.layer({ ...options, resumable: true, traced: announced(heard, options.traced) }))
+      Layer.provide(Runs.layer({
+        ...options,
+        resumable: true,
+        drainSeconds: config.drain_seconds,
+        traced: announced(heard, options.traced)
+      }))
     )))
   const routing = Layer.scoped(
     Runs.Runs,
@@ -352,6 +357,10 @@ export const layer = (
       const client = yield* ThreadEntity.client
       const scope = yield* Effect.scope
       const remote = new WeakSet<Runs.ActiveRun>()
+      // the runner stopping: its runs' drain begins as the engine's does, before the entities close (this layer's end
+      // comes first), so that a run no durable message waits on here (its `Execute` not arrived yet) has the same
+      // drain and is handed over, not cancelled, when the run manager's fibers are interrupted (`RunDrain`)
+      yield* Effect.addFinalizer(() => localRuns.drain ?? Effect.void)
 
       /**
        * A run another runner executes, as this process follows it: its end arrives through `Done` (what is logged
@@ -438,7 +447,8 @@ export const layer = (
           })
           yield* Effect.mapError(client(request.threadId).Start({ request: sent }), routed)
           // a run that is not durable would be left unfinished, never resumed, by its runner's death (a process
-          // starting leaves unfinished runs to their durable messages): it is stopped, and the request fails
+          // starting leaves unfinished runs to their durable messages): it is stopped, and the request fails. (Once
+          // started, it is made durable even when this request is interrupted: this process stopping)
           yield* client(request.threadId).Execute({ runId, request: sent }, { discard: true }).pipe(
             Effect.catchAll((error) =>
               Effect.gen(function*() {
@@ -449,7 +459,8 @@ export const layer = (
                   message: `cluster: run ${runId} could not be made durable: ${error.message ?? error._tag}`
                 })
               })
-            )
+            ),
+            Effect.uninterruptible
           )
           return yield* follow(request, runId)
         })
