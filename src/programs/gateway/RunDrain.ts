@@ -36,15 +36,16 @@ export const make = (
 ): Effect.Effect<Drain> =>
   Effect.gen(function*() {
     const drained = yield* Deferred.make<void>()
-    const begun = yield* Deferred.make<void>()
+    // (when the drain period ends: set as it begins)
+    const deadline = yield* Deferred.make<number>()
     const drain = Effect.gen(function*() {
-      const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.seconds(seconds))
+      const until = yield* Deferred.await(deadline)
       for (let round = 0; round < ROUNDS; round++) {
         const runs = running()
         if (runs.length === 0) return
         yield* Effect.forEach(runs, (run) =>
           Effect.gen(function*() {
-            const left = deadline - (yield* Clock.currentTimeMillis)
+            const left = until - (yield* Clock.currentTimeMillis)
             yield* Effect.timeoutOption(Deferred.await(run.done), Duration.millis(Math.max(0, left)))
             if (yield* handOver(run.runId)) {
               yield* Effect.logWarning(`run ${run.runId}: handed over to the thread's next runner (this one stops)`)
@@ -54,11 +55,12 @@ export const make = (
     })
     // (a daemon: the manager's scope closing does not interrupt it before `finish` awaited it; interruptible, though
     // begun by a finalizer, so that a run's drain period can run out)
-    const begin = Effect.flatMap(Deferred.succeed(begun, undefined), (first) =>
-      first
-        ? Effect.asVoid(Effect.forkDaemon(
-          Effect.ensuring(Effect.interruptible(drain), Deferred.succeed(drained, undefined))
-        ))
-        : Effect.void)
-    return { begin, finish: Effect.zipRight(begin, Deferred.await(drained)) }
+    const begin = Effect.gen(function*() {
+      const at = (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.seconds(seconds))
+      if (!(yield* Deferred.succeed(deadline, at))) return
+      yield* Effect.forkDaemon(Effect.ensuring(Effect.interruptible(drain), Deferred.succeed(drained, undefined)))
+    })
+    // (and once more for a run that started here after the drain found none: its `Start` came as the runner stopped)
+    const finish = Effect.zipRight(begin, Deferred.await(drained)).pipe(Effect.zipRight(Effect.interruptible(drain)))
+    return { begin, finish }
   })
