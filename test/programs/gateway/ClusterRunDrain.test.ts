@@ -27,7 +27,11 @@ import { until } from "../../support/poll.js"
 import * as Support from "./support.js"
 
 /** A resumable run manager (a runner's) with `drainSeconds`, over the SQLite store of `home`, and its model server. */
-const manager = async (script: ScriptedChatServer.Script, drainSeconds: number, server?: ScriptedChatServer.Options) => {
+const manager = async (
+  script: ScriptedChatServer.Script,
+  drainSeconds: number,
+  server?: ScriptedChatServer.Options
+) => {
   const home = Support.tempDir("antler-run-drain-")
   const scope = Effect.runSync(Scope.make())
   const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script, server), scope))
