@@ -50,7 +50,7 @@ import * as ClusterTables from "./ClusterTables.js"
 import * as RunClosing from "./RunClosing.js"
 import * as RunnerSocket from "./RunnerSocket.js"
 import * as RunNotices from "./RunNotices.js"
-import * as SealedSecrets from "./SealedSecrets.js"
+import { unwire, wire } from "./RunWire.js"
 
 const Frame = Schema.Struct({ id: Schema.Number, event: Schema.String, data: Schema.String })
 const RunId = { runId: Schema.String }
@@ -106,43 +106,6 @@ const routed = (error: { readonly _tag: string; readonly message?: string }) =>
  */
 const withTraceOf = <A, E, R>(request: Runs.RunRequest, effect: Effect.Effect<A, E, R>) =>
   request.traceId === undefined ? effect : Effect.annotateLogs(effect, TraceId.LOG_KEY, request.traceId)
-
-/**
- * A run request as it travels between runners (`Start`) and waits in PostgreSQL (`Execute`): its secrets sealed
- * (`SealedSecrets`, with the runners' shared secret; the gateway refuses them without one), never in plain text.
- */
-const wire = (
-  clusterSecret: Redacted.Redacted<string> | undefined,
-  request: Runs.RunRequest,
-  runId: string
-): unknown => {
-  const { secrets, ...rest } = request
-  if (secrets === undefined) return rest
-  if (clusterSecret === undefined) throw new Error("a run's secrets reached a cluster without gateway.cluster.secret")
-  return { ...rest, [SealedSecrets.FIELD]: SealedSecrets.seal(clusterSecret, { ...request, runId }, secrets) }
-}
-
-/**
- * A run request of the run `runId` as it came from another runner or the database (`wire`): its secrets opened, or
- * why they do not (sealed for another run among them).
- */
-const unwire = (
-  clusterSecret: Redacted.Redacted<string> | undefined,
-  raw: unknown,
-  runId: string | undefined
-): Either.Either<Runs.RunRequest, { readonly request: Runs.RunRequest; readonly problem: string }> => {
-  const { [SealedSecrets.FIELD]: sealed, secrets: _, ...request } = raw as Runs.RunRequest & Record<string, unknown>
-  if (sealed === undefined) return Either.right(request)
-  const opened = clusterSecret === undefined
-    ? Either.left("this runner has no gateway.cluster.secret to open the run's sealed secrets with")
-    : runId === undefined
-    ? Either.left("the run's sealed secrets came without the run's id")
-    : SealedSecrets.open(clusterSecret, { ...request, runId }, sealed)
-  return Either.match(opened, {
-    onLeft: (problem) => Either.left({ request, problem }),
-    onRight: (secrets) => Either.right(secrets === undefined ? request : { ...request, secrets })
-  })
-}
 
 const unknownRun = (runId: string) =>
   new GatewayError({ reason: "not_found", message: `Run ${runId} is not known to its thread's runner.` })
@@ -438,7 +401,7 @@ export const layer = (
 
       const start: Runs.Service["start"] = (asked) =>
         Effect.gen(function*() {
-          // (its id chosen here when the request names none: its secrets are sealed for it, see `SealedSecrets`)
+          // (its id chosen here when the request names none: its secrets are sealed for it, see `RunWire`)
           const runId = asked.runId ?? M.newId()
           const request = { ...asked, runId }
           const sent = yield* Effect.try({
