@@ -15,6 +15,10 @@ import { freePort } from "./ports.js"
 import type * as Postgres from "./postgres.js"
 import { psql } from "./postgres.js"
 
+/** What a runner's start says when its runner port is in use (`Gateway`'s listen problem). */
+const RUNNER_PORT_TAKEN = "the address is in use (another antler serve, or another program, listens there); stop it, " +
+  "or choose another port with gateway.cluster.runner_port"
+
 /** Options of one runner. */
 export interface RunnerOptions {
   /** The database the cluster shares. */
@@ -58,20 +62,30 @@ export const suite = (pg: Postgres.Postgres | { readonly skip: string }, cleanup
   /** A scripted model server, stopped after the file's tests. */
   const model = (script: ScriptedChatServer.Script) =>
     Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
-  /** One more runner (killed after the file's tests), once it listens. */
+  /**
+   * One more runner (killed after the file's tests), once it listens. Its free runner port taken by another process
+   * between `freePort` and the runner's listen (tests run side by side): started again on another.
+   */
   const runner = async (options: RunnerOptions): Promise<Runner> => {
-    const config = writeServeConfig(
-      Path.join(options.home, options.name ?? `config-${started++}.yaml`),
-      options.modelUrl,
-      {
-        ...options.config,
-        database: { url: options.dbUrl },
-        gateway: { ...options.gateway, cluster: { runner_port: await freePort(), ...options.cluster } }
+    for (let attempt = 1; ; attempt++) {
+      const config = writeServeConfig(
+        Path.join(options.home, options.name ?? `config-${started++}.yaml`),
+        options.modelUrl,
+        {
+          ...options.config,
+          database: { url: options.dbUrl },
+          gateway: { ...options.gateway, cluster: { runner_port: await freePort(), ...options.cluster } }
+        }
+      )
+      const server = serveProcess(options.home, config, options.args)
+      servers.push(server)
+      try {
+        return { server, url: await server.url }
+      } catch (error) {
+        const taken = String(error).includes(RUNNER_PORT_TAKEN) && options.cluster?.runner_port === undefined
+        if (!taken || attempt >= 3) throw error
       }
-    )
-    const server = serveProcess(options.home, config, options.args)
-    servers.push(server)
-    return { server, url: await server.url }
+    }
   }
   return { servers, model, runner }
 }

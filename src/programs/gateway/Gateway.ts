@@ -254,19 +254,40 @@ const httpServer = (listen: { readonly host: string; readonly port: number }) =>
     Layer.mapError((error) => new GatewayStartError({ reason: "listen", message: listenProblem(listen, error.cause) }))
   )
 
-/** Why the server could not listen, in words (the platform's `ServeError` has no message of its own). */
-const listenProblem = (listen: { readonly host: string; readonly port: number }, cause: unknown): string => {
+/** The settings that choose where a server listens, as a start's error names them. */
+interface ListenKeys {
+  readonly port: string
+  readonly host: string
+}
+
+const GATEWAY_KEYS: ListenKeys = { port: "--port or gateway.port", host: "--host or gateway.host" }
+
+/** A cluster runner's socket: where the other runners reach it (`gateway.cluster`). */
+const RUNNER_KEYS: ListenKeys = {
+  port: "gateway.cluster.runner_port",
+  host: "gateway.cluster.listen_host (or runner_host)"
+}
+
+/**
+ * Why a server could not listen, in words (the platform's `ServeError` and `SocketServerError` have no message of
+ * their own: the runner's said only "Open").
+ */
+const listenProblem = (
+  listen: { readonly host: string; readonly port: number },
+  cause: unknown,
+  keys: ListenKeys = GATEWAY_KEYS
+): string => {
   const where = `${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}`
   const code = typeof cause === "object" && cause !== null ? (cause as { readonly code?: unknown }).code : undefined
   switch (code) {
     case "EADDRINUSE":
       return `cannot listen on ${where}: the address is in use (another antler serve, or another program, listens ` +
-        "there); stop it, or choose another port with --port or gateway.port"
+        `there); stop it, or choose another port with ${keys.port}`
     case "EACCES":
       return `cannot listen on ${where}: permission denied (a port below 1024 needs privileges); choose another ` +
-        "port with --port or gateway.port"
+        `port with ${keys.port}`
     case "EADDRNOTAVAIL":
-      return `cannot listen on ${where}: this machine has no such address; choose another with --host or gateway.host`
+      return `cannot listen on ${where}: this machine has no such address; choose another with ${keys.host}`
     default:
       return `cannot listen on ${where}: ${String((cause as { readonly message?: unknown })?.message ?? cause)}`
   }
@@ -372,6 +393,22 @@ export const layer = (options: Options) => {
     : Layer.unwrapEffect(
       Effect.map(Effect.promise(() => import("./cluster/ClusterRuns.js")), (ClusterRuns) =>
         ClusterRuns.layer(runOptions, cluster, url))
+    ).pipe(
+      // (the runner's socket, where the other runners reach it: a port in use says so, and which setting to change)
+      Layer.catchAll((error) =>
+        Layer.fail(
+          error._tag === "SocketServerError"
+            ? new GatewayStartError({
+              reason: "listen",
+              message: "the cluster's runner " + listenProblem(
+                { host: cluster.listen_host ?? cluster.runner_host, port: cluster.runner_port },
+                error.cause,
+                RUNNER_KEYS
+              )
+            })
+            : error
+        )
+      )
     )
   // (the storage quotas' reservations: in the PostgreSQL database processes share, else in the process)
   const runs = manager.pipe(Layer.provide(QuotaWiring.layer(app, reservations)), Layer.provideMerge(factory))

@@ -125,3 +125,25 @@ describe.skipIf("skip" in pg)("a cluster's runner port with a secret", () => {
     assert.strictEqual(wrong.received.length, RunnerSocket.CHALLENGE_BYTES)
   }, 120_000)
 })
+
+describe.skipIf("skip" in pg)("a cluster's runner port in use", () => {
+  it("stops the start, saying where and which setting chooses another port (not the socket's bare \"Open\")", async () => {
+    const url = await (pg as Postgres.Postgres).createDatabase()
+    const taken = Net.createServer()
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
+    const port = (taken.address() as Net.AddressInfo).port
+    try {
+      const started = await Support.start({
+        script: () => "hi",
+        config: { database: { url }, gateway: { cluster: { runner_port: port, secret: SECRET } } }
+      }).then((gateway) => (gateways.push(gateway), "started"), (error) => String(error))
+      assert.include(
+        started,
+        `the cluster's runner cannot listen on 127.0.0.1:${port}: the address is in use (another antler serve, or ` +
+          "another program, listens there); stop it, or choose another port with gateway.cluster.runner_port"
+      )
+    } finally {
+      await new Promise((resolve) => taken.close(resolve))
+    }
+  }, 60_000)
+})
