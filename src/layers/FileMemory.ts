@@ -42,7 +42,6 @@ import * as Tracing from "../services/Tracing.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as MemoryDoc from "../state/Memory.js"
 import * as MemoryAudit from "../state/MemoryAudit.js"
-import type * as MemoryCapacity from "../state/MemoryCapacity.js"
 import type * as MemoryEviction from "../state/MemoryEviction.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
 import * as MemoryRecall from "../state/MemoryRecall.js"
@@ -173,15 +172,7 @@ export const make = (
      * goes to the eviction audit once the memory is written, and the sidecars forget the facts that left the memory
      * (`memory/Sidecars.ts`); a memory left remembering nothing (cleared) keeps no sidecars.
      */
-    const write = <A>(
-      st: Settings,
-      s: MemoryScope,
-      f: (
-        doc: MemoryDoc.Document,
-        usage: ReadonlyMap<string, MemoryEviction.Usage>
-      ) => readonly [A, MemoryDoc.Document] | readonly [A, MemoryDoc.Document, MemoryCapacity.Decision<MemoryDoc.Fact>],
-      cut: ReadonlyArray<string> = []
-    ) =>
+    const write: MemoryUpdate.Write = (st, s, f, cut = []) =>
       Effect.flatMap(file(s), (path) =>
         withLock(path, st.config.backend_config.file_lock_timeout_seconds * 1000, Effect.gen(function*() {
           yield* removeStaleTemps(path)

@@ -10,48 +10,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Http from "node:http"
-import type * as Net from "node:net"
 import { MAX_ANSWER_CHARS, MAX_TOOL_CALLS } from "../../src/layers/openai/ChunkAccumulator.js"
 import { MAX_EVENT_CHARS } from "../../src/layers/openai/SseEvents.js"
 import * as OpenAiModel from "../../src/layers/OpenAiModel.js"
 import { RunEvents } from "../../src/services/RunEvents.js"
 import * as M from "../../src/state/Message.js"
+import { chunk, endless, STREAM_BYTES } from "../support/endlessModel.js"
 import { inRun } from "../support/fixtures.js"
 import { until } from "../support/poll.js"
-
-const STREAM_BYTES = 40 * 1024 * 1024
-
-/** A Chat Completions server writing `frame(i)` until it has sent 40 MB or the client goes away. */
-const endless = (frame: (i: number) => string) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly url: string; readonly sent: () => number; readonly closed: () => boolean }>((resume) => {
-      let sent = 0
-      let closed = false
-      const server = Http.createServer((req, res) => {
-        req.resume()
-        res.writeHead(200, { "content-type": "text/event-stream" })
-        res.on("close", () => void (closed = true))
-        let i = 0
-        const write = () => {
-          while (sent < STREAM_BYTES && !res.destroyed) {
-            const text = frame(i++)
-            sent += text.length
-            if (!res.write(text)) return void res.once("drain", write)
-          }
-          if (!res.destroyed) res.end("\n\ndata: [DONE]\n\n")
-        }
-        write()
-      })
-      server.listen(0, "127.0.0.1", () => {
-        const port = (server.address() as Net.AddressInfo).port
-        resume(Effect.succeed({ url: `http://127.0.0.1:${port}/v1`, sent: () => sent, closed: () => closed, server }))
-      })
-    }),
-    (started) => Effect.promise(() => new Promise<void>((done) => (started as any).server.close(() => done())))
-  )
-
-const chunk = (delta: unknown) => `data: ${JSON.stringify({ id: "c", model: "m", choices: [{ index: 0, delta }] })}\n\n`
 
 const call = (url: string) =>
   Effect.gen(function*() {
