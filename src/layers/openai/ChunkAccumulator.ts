@@ -256,17 +256,6 @@ export const accumulator = (messageId: string, model: string, hide?: () => Redac
   const byIndex = new Map<number, PartialCall>()
   let size = 0
   let full = false
-  /** The part of `piece` the answer still has room for (all of it, until `MAX_ANSWER_CHARS`). */
-  const room = (piece: string): string => {
-    if (size + piece.length <= MAX_ANSWER_CHARS) {
-      size += piece.length
-      return piece
-    }
-    full = true
-    const kept = piece.slice(0, MAX_ANSWER_CHARS - size)
-    size = MAX_ANSWER_CHARS
-    return kept
-  }
 
   /** Whether `chars` more fit in the answer (counted when they do; past the bound the answer is full). */
   const fits = (chars: number): boolean => {
@@ -278,13 +267,23 @@ export const accumulator = (messageId: string, model: string, hide?: () => Redac
     return false
   }
 
+  /** The part of `piece` the answer still has room for (all of it, until `MAX_ANSWER_CHARS`). */
+  const room = (piece: string): string => {
+    if (fits(piece.length)) return piece
+    const kept = piece.slice(0, MAX_ANSWER_CHARS - size)
+    size = MAX_ANSWER_CHARS
+    return kept
+  }
+
+  /** Whether the answer holds another call (past `MAX_TOOL_CALLS` it is full). */
+  const fresh = (): boolean => {
+    if (calls.length < MAX_TOOL_CALLS) return true
+    full = true
+    return false
+  }
+
   /** The call a delta continues, or a new one; none when a new one would pass `MAX_TOOL_CALLS` (then full). */
   const callFor = (index: number | null | undefined, id: string | null | undefined): PartialCall | undefined => {
-    const fresh = () => {
-      if (calls.length < MAX_TOOL_CALLS) return true
-      full = true
-      return false
-    }
     if (typeof index === "number") {
       let call = byIndex.get(index)
       if (call === undefined) {
