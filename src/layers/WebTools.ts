@@ -161,7 +161,7 @@ export const pageText = (
     // (masked for the process's secrets and the run's before the cut at `maxChars`, as a cut text's end: a body read
     // to `maxBytes` ends where it was cut, and the title is cut at 300; a cut inside a key kept its beginning, which
     // the masks of whole values after it do not find)
-    const hide = yield* Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun)
+    const hide = yield* ProcessSecrets.inRun
     markdown = hide.last(markdown)
     if (markdown.length > options.maxChars) {
       markdown = `${markdown.slice(0, options.maxChars)}\n\n[Cut at ${options.maxChars} characters.]`
@@ -329,7 +329,7 @@ export const cutEnd = (hide: Redactor, text: string): string =>
  * and the masks after them find whole values, so a cut inside another secret kept its beginning.
  */
 const maskedResults = <A>(results: A): Effect.Effect<A> =>
-  Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) =>
+  Effect.map(ProcessSecrets.inRun, (hide) =>
     Json.mapStrings(results, (text) => cutEnd(hide, text)))
 
 // the model's `max_results`, where its arguments have one

@@ -320,7 +320,7 @@ export const layer = (options: Options = {}) =>
     const hideOf = (command: string): Effect.Effect<Redactor | undefined> =>
       command.length <= AUDIT_COMMAND_LIMIT || hidden !== undefined
         ? Effect.succeed(hidden)
-        : Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) => (hidden = hide))
+        : Effect.map(ProcessSecrets.inRun, (hide) => (hidden = hide))
     const audit = (command: string, finding: Finding, hide: Redactor | undefined) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const record = {

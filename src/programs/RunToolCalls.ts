@@ -49,13 +49,6 @@ export const danglingCalls = (messages: ReadonlyArray<Message>): ReadonlyArray<T
 export const interruptedResults = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> =>
   danglingCalls(messages).map((call) => M.tool(INTERRUPTED_TOOL_RESULT, call.id, { name: call.name, status: "error" }))
 
-/**
- * What the loop's own cuts (an invalid call's error, a tool failure's detail: 500 characters each) mask before them:
- * the process's secrets and the run's (`ProcessSecrets.ofRun`); a cut inside one would keep its beginning, where the
- * masks after it (the stream's, the store's) find whole values only.
- */
-const hideOf: Effect.Effect<Redactor> = Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun)
-
 const invalidCallResult = (
   call: M.InvalidToolCall,
   index: number,
@@ -117,9 +110,11 @@ export const callTools = (
   message: AIMessage,
   tracing: boolean
 ): Effect.Effect<Interrupt | undefined, ReducerError, RunServices> =>
-  // (the mask of the invalid calls' errors read only when there are any: most steps have none)
+  // (the loop's own cuts, an invalid call's error and a failure's detail at 500 characters each, mask the process's
+  // secrets and the run's first: a cut inside one keeps its beginning, which the later masks of whole values miss;
+  // the mask of the invalid calls' errors read only when there are any: most steps have none)
   (message.invalid_tool_calls?.length ?? 0) > 0
-    ? Effect.flatMap(hideOf, (hide) => calling(step, ports, message, tracing, hide))
+    ? Effect.flatMap(ProcessSecrets.inRun, (hide) => calling(step, ports, message, tracing, hide))
     : calling(step, ports, message, tracing, Redact.none)
 
 const calling = (
@@ -155,7 +150,7 @@ const calling = (
             return Effect.void
           }
           if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-          return Effect.map(hideOf, (hide) => {
+          return Effect.map(ProcessSecrets.inRun, (hide) => {
             results[index] = failedCallResult(call, cause, hide)
           })
         },

@@ -29,3 +29,6 @@ export const current: Effect.Effect<Redactor | undefined> = Effect.map(
 export const ofRun = (process: Redactor | undefined): Effect.Effect<Redactor> =>
   Effect.map(Effect.serviceOption(RunContext), (run) =>
     SkillSecrets.runRedactor(process ?? Redact.none, Option.isSome(run) ? run.value.options.secrets : undefined))
+
+/** `ofRun` of the process's redactor in context (`current`): what a run's text is masked with before its cut. */
+export const inRun: Effect.Effect<Redactor> = Effect.flatMap(current, ofRun)

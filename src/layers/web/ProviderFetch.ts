@@ -136,7 +136,7 @@ export const webFetch = (reader: Reader, options: Options = {}): Tool.Tool => {
             // itself (at its own limit, or Exa's at the `maxChars` it was asked for), inside a key: `Redactor.last`;
             // its title, which the reader cut at 300 (`clean`'s `…`) masking its own key only, so too)
             Effect.flatMap((page) =>
-              Effect.map(Effect.flatMap(ProcessSecrets.current, ProcessSecrets.ofRun), (hide) => ({
+              Effect.map(ProcessSecrets.inRun, (hide) => ({
                 ...page,
                 ...(page.title !== undefined ? { title: WebTools.cutEnd(hide, page.title) } : {}),
                 text: page.text.length > maxChars ? hide.text(page.text) : hide.last(page.text)
