@@ -5,38 +5,20 @@
  * and the other facts share one `Facts:` header, one blank line after the summaries; facts whose content is not
  * text are left out; `guaranteed_categories` given as one string is a configuration error (DeerMem's TypeError).
  */
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
-import * as FileMemory from "../../../src/layers/FileMemory.js"
-import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
-import * as ScriptedModel from "../../../src/layers/ScriptedModel.js"
-import { Memory } from "../../../src/services/Memory.js"
-import { ModelService } from "../../../src/services/ModelService.js"
 import { tempDirs } from "../../support/fixtures.js"
+import * as MemoryFile from "../../support/memoryFile.js"
 
 const tempDir = tempDirs()
 
 /** The block injected from a `memory.json` holding `doc`. */
 const blockOf = (doc: unknown) =>
-  Effect.gen(function*() {
-    const home = tempDir("antler-meminject-")
-    const file = Path.join(home, "users", "default", "memory.json")
-    Fs.mkdirSync(Path.dirname(file), { recursive: true })
-    Fs.writeFileSync(file, JSON.stringify(doc))
-    const context = yield* Layer.build(FileMemory.layer().pipe(
-      Layer.provide(Layer.succeed(ModelService, ScriptedModel.make([]))),
-      Layer.provide(MemoryThreadStore.layer()),
-      Layer.provide(ConfigFile.layerFromObject({}, { home })),
-      Layer.provide(NodeFileSystem.layer)
-    ))
-    const memory = context.unsafeMap.get(Memory.key) as Memory["Type"]
-    return yield* memory.context({ userId: "default" })
-  })
+  Effect.flatMap(
+    MemoryFile.holding(tempDir("antler-meminject-"), doc),
+    (memory) => memory.context({ userId: "default" })
+  )
 
 describe("test_memory_prompt_injection.py", () => {
   it.scoped("test_coerce_confidence_valid_values_are_clamped: 1.5 is shown 1.00, -0.5 0.00, 0.75 as it is", () =>

@@ -4,36 +4,14 @@
  * read as its text, as DeerMem's `str()` reads it: the memory is injected and stays writable, where the whole
  * memory was refused as damaged (neither injected nor updated until cleared).
  */
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import * as ConfigFile from "../../../src/layers/ConfigFile.js"
-import * as FileMemory from "../../../src/layers/FileMemory.js"
-import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
-import * as ScriptedModel from "../../../src/layers/ScriptedModel.js"
-import { Memory } from "../../../src/services/Memory.js"
-import { ModelService } from "../../../src/services/ModelService.js"
 import { tempDirs } from "../../support/fixtures.js"
+import * as MemoryFile from "../../support/memoryFile.js"
 
 const tempDir = tempDirs()
 
-const memoryWith = (doc: unknown) =>
-  Effect.gen(function*() {
-    const home = tempDir("antler-memsummary-")
-    const file = Path.join(home, "users", "default", "memory.json")
-    Fs.mkdirSync(Path.dirname(file), { recursive: true })
-    Fs.writeFileSync(file, JSON.stringify(doc))
-    const context = yield* Layer.build(FileMemory.layer().pipe(
-      Layer.provide(Layer.succeed(ModelService, ScriptedModel.make([]))),
-      Layer.provide(MemoryThreadStore.layer()),
-      Layer.provide(ConfigFile.layerFromObject({}, { home })),
-      Layer.provide(NodeFileSystem.layer)
-    ))
-    return context.unsafeMap.get(Memory.key) as Memory["Type"]
-  })
+const memoryWith = (doc: unknown) => MemoryFile.holding(tempDir("antler-memsummary-"), doc)
 
 describe("a summary that is not text", () => {
   it.scoped("is read as its text: injected, and the memory stays readable", () =>
